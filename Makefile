@@ -1,0 +1,47 @@
+# The front door: `make test` and `make run` each do the whole set-up on a fresh Debian.
+DEPS := cmake g++ make libopenblas-dev doctest-dev nlohmann-json3-dev zlib1g-dev \
+        dataset-fashion-mnist
+BUILD ?= build
+CMAKE_FLAGS ?=
+RUN_ARGS ?= demo
+JOBS := $(shell nproc 2>/dev/null || echo 2)
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: all build deps test run asan clean format
+
+all: build
+
+deps:
+	@missing=""; for p in $(DEPS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+
+build: $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j$(JOBS)
+
+test: deps
+	$(MAKE) build
+	tests/run_all.sh $(BUILD)
+
+run: deps
+	$(MAKE) build
+	./$(BUILD)/vitgrad $(RUN_ARGS)
+
+# The test suite under AddressSanitizer and UndefinedBehaviorSanitizer.
+asan: deps
+	$(MAKE) build BUILD=build-asan CMAKE_FLAGS="-DSANITIZE=ON -DPORTABLE=ON"
+	tests/run_all.sh build-asan
+
+clean:
+	rm -rf build build-asan
+
+format:
+	git ls-files '*.h' '*.cpp' | xargs clang-format -i

@@ -1,0 +1,244 @@
+#include "engine/autograd.h"
+
+#include <cmath>
+#include <unordered_map>
+
+#include "engine/ops.h"
+#include "engine/parallel.h"
+
+namespace vg {
+namespace {
+
+thread_local bool t_grad_enabled = true;
+thread_local bool t_anomaly = false;
+thread_local std::string t_module_path;
+thread_local FlopCounter* t_flop_counter = nullptr;
+
+// True when nobody else can see `t`: it may then be updated in place.
+bool exclusively_owned(const Tensor& t) {
+  return t.impl_ptr().use_count() == 1 && t.impl()->storage.use_count() == 1;
+}
+
+// acc += g, in place when acc is ours alone, otherwise into a new tensor (a gradient may be
+// the very tensor another input received, e.g. both operands of add).
+void accumulate(Tensor& acc, const Tensor& g) {
+  if (!acc.defined()) {
+    acc = g;
+    return;
+  }
+  if (!exclusively_owned(acc)) {
+    acc = add(acc, g);
+    return;
+  }
+  dispatch(acc.dtype(), [&](auto z) {
+    using T = decltype(z);
+    T* a = acc.data<T>();
+    const T* b = g.data<T>();
+    parallel_for(acc.numel(), 1 << 15, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) a[i] += b[i];
+    });
+  });
+}
+
+// Brings a gradient to the shape and dtype of the input it belongs to.
+Tensor fit_to_input(const Tensor& g, const Edge& edge, const Node& node) {
+  Tensor out = g;
+  if (out.shape() != edge.shape) {
+    check(out.numel() >= shape_numel(edge.shape), "backward of ", node.op,
+          ": gradient of shape ", shape_str(out.shape()), " does not fit input shape ",
+          shape_str(edge.shape));
+    out = sum_to_shape(out, edge.shape);
+  }
+  if (out.dtype() != edge.dtype) out = out.to(edge.dtype);
+  return out;
+}
+
+}  // namespace
+
+bool grad_enabled() { return t_grad_enabled; }
+
+bool any_requires_grad(std::initializer_list<Tensor> inputs) {
+  if (!t_grad_enabled) return false;
+  for (const Tensor& t : inputs)
+    if (t.defined() && (t.requires_grad() || t.grad_fn())) return true;
+  return false;
+}
+
+bool any_requires_grad(const std::vector<Tensor>& inputs) {
+  if (!t_grad_enabled) return false;
+  for (const Tensor& t : inputs)
+    if (t.defined() && (t.requires_grad() || t.grad_fn())) return true;
+  return false;
+}
+
+Tensor record(const char* op, Tensor result, const std::vector<Tensor>& inputs,
+              BackwardFn backward) {
+  if (t_anomaly) check_finite(result, op, t_module_path, "forward");
+  if (!any_requires_grad(inputs)) return result;
+  auto node = std::make_shared<Node>();
+  node->op = op;
+  node->module = t_module_path;
+  node->backward = std::move(backward);
+  node->shape = result.shape();
+  node->dtype = result.dtype();
+  node->inputs.reserve(inputs.size());
+  for (const Tensor& t : inputs) {
+    Edge e;
+    if (t.defined()) {
+      e.shape = t.shape();
+      e.dtype = t.dtype();
+      if (t.grad_fn()) e.node = t.grad_fn();
+      else if (t.requires_grad()) e.leaf = t.impl_ptr();
+    }
+    node->inputs.push_back(std::move(e));
+  }
+  result.impl()->grad_fn = std::move(node);
+  return result;
+}
+
+Node::~Node() {
+  // Free a long chain iteratively: each node hands over the inputs only it keeps alive,
+  // so destroying a 100 000-op graph does not recurse 100 000 deep.
+  backward = nullptr;
+  std::vector<std::shared_ptr<Node>> orphans;
+  auto adopt = [&](Node& n) {
+    for (Edge& e : n.inputs)
+      if (e.node && e.node.use_count() == 1) orphans.push_back(std::move(e.node));
+  };
+  adopt(*this);
+  while (!orphans.empty()) {
+    std::shared_ptr<Node> n = std::move(orphans.back());
+    orphans.pop_back();
+    n->backward = nullptr;
+    adopt(*n);
+  }
+}
+
+void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
+  check(root.defined() && gradient.defined(), "backward: undefined tensor or gradient");
+  check(gradient.shape() == root.shape(), "backward: gradient shape ",
+        shape_str(gradient.shape()), " does not match tensor shape ", shape_str(root.shape()));
+  NoGradGuard no_grad;  // first-order only: backward records nothing
+  const Tensor grad0 = gradient.dtype() == root.dtype() ? gradient : gradient.to(root.dtype());
+  if (!root.grad_fn()) {
+    check(root.requires_grad(), "backward: the tensor does not require grad and was not made "
+                                "by an op that does");
+    Tensor g = root.grad();
+    accumulate(g, grad0.clone());
+    root.impl()->grad = g;
+    return;
+  }
+
+  // Kahn's algorithm: count, for every reachable node, the edges that lead into it; a node
+  // runs once all of its consumers have delivered their gradients.
+  std::unordered_map<Node*, int> pending_consumers;
+  std::vector<Node*> stack{root.grad_fn().get()};
+  pending_consumers[stack[0]] = 0;
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    for (Edge& e : n->inputs) {
+      if (!e.node) continue;
+      auto [it, fresh] = pending_consumers.emplace(e.node.get(), 0);
+      it->second++;
+      if (fresh) stack.push_back(e.node.get());
+    }
+  }
+
+  std::unordered_map<Node*, Tensor> grads;
+  grads[root.grad_fn().get()] = grad0;
+  std::vector<Node*> ready{root.grad_fn().get()};
+  while (!ready.empty()) {
+    Node* n = ready.back();
+    ready.pop_back();
+    Tensor g;
+    if (auto it = grads.find(n); it != grads.end()) {
+      g = std::move(it->second);
+      grads.erase(it);
+    }
+    if (!g.defined()) {  // no consumer produced a gradient: nothing flows through n
+      for (Edge& e : n->inputs)
+        if (e.node && --pending_consumers[e.node.get()] == 0) ready.push_back(e.node.get());
+      continue;
+    }
+    check(static_cast<bool>(n->backward), "backward: the graph through '", n->op,
+          "' was freed by an earlier backward(); call backward(retain_graph=true) the first "
+          "time to go through it again");
+    if (t_anomaly) check_finite(g, n->op, n->module, "backward (gradient of the output)");
+    std::vector<Tensor> input_grads = n->backward(g);
+    g = Tensor();
+    if (!retain_graph) n->backward = nullptr;  // releases the saved tensors now
+    n->ran = true;
+    check(input_grads.size() == n->inputs.size(), "backward of ", n->op, " returned ",
+          input_grads.size(), " gradients for ", n->inputs.size(), " inputs");
+    for (size_t i = 0; i < n->inputs.size(); ++i) {
+      Edge& e = n->inputs[i];
+      if (!e.needed()) continue;
+      if (input_grads[i].defined()) {
+        Tensor gi = fit_to_input(input_grads[i], e, *n);
+        if (t_anomaly) check_finite(gi, n->op, n->module, "backward");
+        if (e.node) {
+          accumulate(grads[e.node.get()], gi);
+        } else {
+          Tensor& leaf_grad = e.leaf->grad;
+          // A stored gradient must not share memory with anything else: optimisers and
+          // later accumulation update it in place.
+          if (!leaf_grad.defined() && !exclusively_owned(gi)) gi = gi.clone();
+          accumulate(leaf_grad, gi);
+        }
+      }
+      if (e.node && --pending_consumers[e.node.get()] == 0) ready.push_back(e.node.get());
+    }
+  }
+}
+
+NoGradGuard::NoGradGuard() : previous_(t_grad_enabled) { t_grad_enabled = false; }
+NoGradGuard::~NoGradGuard() { t_grad_enabled = previous_; }
+
+ModuleScope::ModuleScope(const std::string& name) : previous_length_(t_module_path.size()) {
+  if (name.empty()) return;
+  if (!t_module_path.empty()) t_module_path += '.';
+  t_module_path += name;
+}
+ModuleScope::~ModuleScope() { t_module_path.resize(previous_length_); }
+const std::string& current_module_path() { return t_module_path; }
+
+FlopCounter::FlopCounter() : previous_(t_flop_counter) { t_flop_counter = this; }
+FlopCounter::~FlopCounter() {
+  t_flop_counter = previous_;
+  if (previous_) {
+    previous_->total_ += total_;
+    previous_->matmul_ += matmul_;
+  }
+}
+void add_flops(double flops, bool is_matmul) {
+  if (FlopCounter* c = t_flop_counter) {
+    c->total_ += flops;
+    if (is_matmul) c->matmul_ += flops;
+  }
+}
+
+AnomalyGuard::AnomalyGuard(bool on) : previous_(t_anomaly) { t_anomaly = on; }
+AnomalyGuard::~AnomalyGuard() { t_anomaly = previous_; }
+bool anomaly_enabled() { return t_anomaly; }
+
+void check_finite(const Tensor& t, const char* op, const std::string& module,
+                  const char* direction) {
+  if (!t.defined()) return;
+  int64_t bad = -1;
+  dispatch(t.dtype(), [&](auto z) {
+    const auto* p = t.data<decltype(z)>();
+    for (int64_t i = 0; i < t.numel(); ++i)
+      if (!std::isfinite(p[i])) {
+        bad = i;
+        break;
+      }
+  });
+  if (bad < 0) return;
+  const double value = t.to_vector()[bad];
+  throw Error(cat_str("anomaly: ", std::isnan(value) ? "NaN" : "Inf", " in the ", direction,
+                      " of ", op, module.empty() ? "" : " in " + module, " (element ", bad,
+                      " of shape ", shape_str(t.shape()), ")"));
+}
+
+}  // namespace vg

@@ -1,0 +1,113 @@
+// Every differentiable op of the engine. Each op lives in the file of its family, with its
+// shape rule, forward kernel, backward and FLOP count side by side:
+//   ops/elementwise.cpp  ops/reduce.cpp  ops/shape.cpp  ops/matmul.cpp  ops/nn.cpp
+//   ops/attention.cpp
+// Binary elementwise ops follow NumPy broadcasting. Both operands of a binary op must have
+// the same dtype. Axes may be negative (counted from the end).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/tensor.h"
+
+namespace vg {
+
+using Axes = std::vector<int64_t>;
+
+// --- elementwise (ops/elementwise.cpp) -------------------------------------------------
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor add(const Tensor& a, double s);
+Tensor sub(const Tensor& a, double s);
+Tensor sub(double s, const Tensor& a);
+Tensor mul(const Tensor& a, double s);
+Tensor div(const Tensor& a, double s);
+Tensor div(double s, const Tensor& a);
+Tensor neg(const Tensor& a);
+Tensor exp(const Tensor& a);
+Tensor log(const Tensor& a);
+Tensor sqrt(const Tensor& a);
+Tensor pow(const Tensor& a, double exponent);
+Tensor abs(const Tensor& a);  // gradient sign(x), 0 at 0
+Tensor tanh(const Tensor& a);
+Tensor sigmoid(const Tensor& a);
+Tensor relu(const Tensor& a);
+enum class GeluApprox { none, tanh };  // none: the exact erf form (timm's default)
+Tensor gelu(const Tensor& a, GeluApprox approx = GeluApprox::none);
+
+inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+inline Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+inline Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+inline Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+inline Tensor operator+(const Tensor& a, double s) { return add(a, s); }
+inline Tensor operator+(double s, const Tensor& a) { return add(a, s); }
+inline Tensor operator-(const Tensor& a, double s) { return sub(a, s); }
+inline Tensor operator-(double s, const Tensor& a) { return sub(s, a); }
+inline Tensor operator*(const Tensor& a, double s) { return mul(a, s); }
+inline Tensor operator*(double s, const Tensor& a) { return mul(a, s); }
+inline Tensor operator/(const Tensor& a, double s) { return div(a, s); }
+inline Tensor operator/(double s, const Tensor& a) { return div(s, a); }
+inline Tensor operator-(const Tensor& a) { return neg(a); }
+
+// --- reductions (ops/reduce.cpp) -------------------------------------------------------
+// An empty `axes` reduces over every axis.
+Tensor sum(const Tensor& a, const Axes& axes = {}, bool keepdim = false);
+Tensor mean(const Tensor& a, const Axes& axes = {}, bool keepdim = false);
+Tensor max(const Tensor& a, const Axes& axes = {}, bool keepdim = false);  // ties: first
+Tensor var(const Tensor& a, const Axes& axes = {}, bool keepdim = false);  // biased (1/N)
+// Sums `a` down to `shape`, the inverse of broadcasting `shape` up to a.shape().
+Tensor sum_to_shape(const Tensor& a, const Shape& shape);
+
+// --- shape (ops/shape.cpp); Tensor::reshape is the view ----------------------------------
+Tensor permute(const Tensor& a, const Axes& order);
+Tensor transpose(const Tensor& a, int64_t axis0, int64_t axis1);
+Tensor slice(const Tensor& a, int64_t axis, int64_t start, int64_t stop);  // [start, stop)
+Tensor select(const Tensor& a, int64_t axis, int64_t index);  // drops the axis
+Tensor cat(const std::vector<Tensor>& parts, int64_t axis);
+// Copies `a` into a tensor of `shape` that it broadcasts to.
+Tensor broadcast_to(const Tensor& a, const Shape& shape);
+
+// --- matrix products (ops/matmul.cpp), OpenBLAS sgemm/dgemm ------------------------------
+// a (..., M, K) @ b (..., K, N) with the leading (batch) axes broadcast; trans_a / trans_b
+// read an operand as its transpose over the last two axes without a copy. A 1-D operand
+// is not promoted: both must have rank >= 2.
+Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
+// x (..., in) -> (..., out) with weight (out, in) and an optional bias (out).
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+
+// --- neural-network ops (ops/nn.cpp), fused ---------------------------------------------
+Tensor softmax(const Tensor& a);      // over the last axis, max-subtracted
+Tensor log_softmax(const Tensor& a);  // over the last axis
+// Over the last axis: biased variance, eps inside the sqrt; saves only mean and rstd.
+// weight and bias (C) are optional.
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps = 1e-6);
+// Mean over the batch of the cross-entropy of logits (B, K) with integer labels in [0, K);
+// with label smoothing eps the target is (1 - eps) * onehot + eps / K.
+Tensor cross_entropy(const Tensor& logits, const std::vector<int32_t>& labels,
+                     double label_smoothing = 0.0);
+// The same with soft targets (B, K) whose rows sum to 1 (mixup); targets get no gradient.
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets);
+// Zeroes each element with probability p and scales the rest by 1/(1-p); identity when
+// not training or p == 0. The mask comes from `rng`.
+Tensor dropout(const Tensor& x, double p, Rng& rng, bool training = true);
+
+// --- attention (ops/attention.cpp) ------------------------------------------------------
+// q, k, v (B, H, T, D) -> softmax(q k^T * D^-0.5) v, fused per (batch, head).
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v);
+
+// --- normalisation layers' fused ops (ops/norm.cpp) -------------------------------------
+// y = x * scale + shift over the last (channel) axis; scale (C), shift (C) optional
+// (undefined). One pass per row block in backward; the sums over the leading axes are
+// deterministic. LayerScale uses it without shift, LearnableScaler with it.
+Tensor channel_affine(const Tensor& x, const Tensor& scale, const Tensor& shift = Tensor());
+// Global Response Norm (ConvNeXt V2) on x (B, spatial..., C) with >= 1 spatial axis:
+// g = L2 norm over the spatial axes per (sample, channel), n = g / (mean_C g + eps),
+// y = gamma * (x * n) + beta + x; gamma, beta (C). Where a channel's norm is 0 its
+// x / g is taken as 0 in backward (as PyTorch does), so the gradient stays finite.
+Tensor global_response_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                            double eps = 1e-6);
+
+}  // namespace vg

@@ -1,0 +1,214 @@
+// Reductions over any set of axes. The kernel sees the input as (outer, reduced, inner):
+// the reduced axes, once size-1 axes are dropped, must be adjacent; otherwise they are
+// first permuted to the end (a copy). Sums accumulate in double, in a fixed order.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "engine/autograd.h"
+#include "engine/ops.h"
+#include "engine/parallel.h"
+
+namespace vg {
+namespace {
+
+struct ReducePlan {
+  std::vector<bool> reduced;  // per input axis
+  Shape kept_shape;           // keepdim=true shape
+  Shape out_shape;            // the shape of the result
+  int64_t count = 1;          // elements reduced into each output
+};
+
+ReducePlan plan_reduce(const char* op, const Tensor& a, const Axes& axes, bool keepdim) {
+  const int64_t rank = a.dim();
+  ReducePlan p;
+  p.reduced.assign(rank, axes.empty());
+  for (int64_t ax : axes) {
+    check(ax >= -rank && ax < rank, op, ": axis ", ax, " out of range for shape ",
+          shape_str(a.shape()));
+    const int64_t k = ax < 0 ? ax + rank : ax;
+    check(!p.reduced[k], op, ": axis ", ax, " given twice");
+    p.reduced[k] = true;
+  }
+  for (int64_t i = 0; i < rank; ++i) {
+    const int64_t d = a.shape()[i];
+    p.kept_shape.push_back(p.reduced[i] ? 1 : d);
+    if (p.reduced[i]) p.count *= d;
+    else p.out_shape.push_back(d);
+    if (p.reduced[i] && keepdim) p.out_shape.push_back(1);
+  }
+  return p;
+}
+
+// Input viewed as (outer, reduced, inner), or nothing if the reduced axes are not adjacent.
+struct Span3 {
+  int64_t outer = 1, reduced = 1, inner = 1;
+};
+bool as_span3(const Shape& shape, const std::vector<bool>& reduced, Span3& s) {
+  int state = 0;  // 0: before the reduced block, 1: inside, 2: after
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == 1) continue;
+    if (reduced[i]) {
+      if (state == 2) return false;
+      state = 1;
+      s.reduced *= shape[i];
+    } else {
+      if (state == 1) state = 2;
+      (state == 0 ? s.outer : s.inner) *= shape[i];
+    }
+  }
+  return true;
+}
+
+// Brings the reduced axes to the end with a copy, so any reduction becomes (outer, reduced).
+Tensor reduced_axes_last(const Tensor& a, const std::vector<bool>& reduced, Span3& s) {
+  Axes order;
+  for (size_t i = 0; i < reduced.size(); ++i) if (!reduced[i]) order.push_back(i);
+  for (size_t i = 0; i < reduced.size(); ++i) if (reduced[i]) order.push_back(i);
+  Tensor t = permute(a.detach(), order);
+  s = Span3{};
+  for (size_t i = 0; i < reduced.size(); ++i) (reduced[i] ? s.reduced : s.outer) *= a.shape()[i];
+  return t;
+}
+
+// out[o, i] = sum over r of src[o, r, i].
+template <class T>
+void sum_kernel(const T* src, T* dst, const Span3& s) {
+  const int64_t R = s.reduced, I = s.inner;
+  if (I == 1) {
+    parallel_for(s.outer, std::max<int64_t>(1, 4096 / std::max<int64_t>(R, 1)),
+                 [&](int64_t o0, int64_t o1) {
+      for (int64_t o = o0; o < o1; ++o) {
+        const T* row = src + o * R;
+        double acc = 0;
+        for (int64_t r = 0; r < R; ++r) acc += row[r];
+        dst[o] = static_cast<T>(acc);
+      }
+    });
+    return;
+  }
+  // Columns: split the (outer, inner) outputs over threads, each with double accumulators.
+  constexpr int64_t kBlock = 256;
+  const int64_t blocks_per_outer = (I + kBlock - 1) / kBlock;
+  parallel_for(s.outer * blocks_per_outer, std::max<int64_t>(1, 8192 / std::max<int64_t>(R, 1)),
+               [&](int64_t b0, int64_t b1) {
+    double acc[kBlock];
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t o = b / blocks_per_outer, i0 = (b % blocks_per_outer) * kBlock;
+      const int64_t n = std::min(kBlock, I - i0);
+      std::fill(acc, acc + n, 0.0);
+      const T* base = src + o * R * I + i0;
+      for (int64_t r = 0; r < R; ++r)
+        for (int64_t i = 0; i < n; ++i) acc[i] += base[r * I + i];
+      for (int64_t i = 0; i < n; ++i) dst[o * I + i0 + i] = static_cast<T>(acc[i]);
+    }
+  });
+}
+
+Tensor sum_values(const Tensor& a, const ReducePlan& p) {
+  Span3 s;
+  Tensor src = a;
+  if (!as_span3(a.shape(), p.reduced, s)) src = reduced_axes_last(a, p.reduced, s);
+  Tensor out = Tensor::empty(p.out_shape, a.dtype());
+  dispatch(a.dtype(), [&](auto z) {
+    using T = decltype(z);
+    sum_kernel(src.data<T>(), out.data<T>(), s);
+  });
+  add_flops(double(a.numel()));
+  return out;
+}
+
+}  // namespace
+
+Tensor sum(const Tensor& a, const Axes& axes, bool keepdim) {
+  check(a.defined(), "sum: undefined tensor");
+  const ReducePlan p = plan_reduce("sum", a, axes, keepdim);
+  Tensor out = sum_values(a, p);
+  const Shape in_shape = a.shape(), kept = p.kept_shape;
+  // Every input element receives the gradient of the output it was summed into.
+  return record("sum", out, {a}, [in_shape, kept](const Tensor& g) {
+    return std::vector<Tensor>{broadcast_to(g.reshape(kept), in_shape)};
+  });
+}
+
+Tensor mean(const Tensor& a, const Axes& axes, bool keepdim) {
+  check(a.defined(), "mean: undefined tensor");
+  const ReducePlan p = plan_reduce("mean", a, axes, keepdim);
+  check(p.count > 0, "mean: no elements to average over in shape ", shape_str(a.shape()));
+  return mul(sum(a, axes, keepdim), 1.0 / double(p.count));
+}
+
+Tensor var(const Tensor& a, const Axes& axes, bool keepdim) {
+  // Two passes (mean, then squared deviations) to avoid the cancellation of E[x^2]-E[x]^2.
+  const Tensor centred = sub(a, mean(a, axes, true));
+  return mean(mul(centred, centred), axes, keepdim);
+}
+
+Tensor max(const Tensor& a, const Axes& axes, bool keepdim) {
+  check(a.defined(), "max: undefined tensor");
+  const ReducePlan p = plan_reduce("max", a, axes, keepdim);
+  check(p.count > 0, "max: no elements to take the maximum of in shape ", shape_str(a.shape()));
+  Span3 s;
+  Tensor src = a;
+  const bool adjacent = as_span3(a.shape(), p.reduced, s);
+  if (!adjacent) src = reduced_axes_last(a, p.reduced, s);
+  Tensor out = Tensor::empty(p.out_shape, a.dtype());
+  // Where each maximum came from (first one on ties), as an index into src.
+  auto where = std::make_shared<std::vector<int64_t>>(out.numel());
+  dispatch(a.dtype(), [&](auto z) {
+    using T = decltype(z);
+    const T* x = src.data<T>();
+    T* y = out.data<T>();
+    parallel_for(s.outer * s.inner, 256, [&](int64_t k0, int64_t k1) {
+      for (int64_t k = k0; k < k1; ++k) {
+        const int64_t o = k / s.inner, i = k % s.inner;
+        int64_t best = o * s.reduced * s.inner + i;
+        for (int64_t r = 1; r < s.reduced; ++r) {
+          const int64_t at = (o * s.reduced + r) * s.inner + i;
+          if (x[at] > x[best] || (std::isnan(x[at]) && !std::isnan(x[best]))) best = at;
+        }
+        y[k] = x[best];
+        (*where)[k] = best;
+      }
+    });
+  });
+  add_flops(double(a.numel()));
+  const Shape in_shape = a.shape(), src_shape = src.shape();
+  std::vector<bool> reduced = p.reduced;
+  return record("max", out, {a}, [=](const Tensor& g) {
+    Tensor gs = zeros(src_shape, g.dtype());
+    dispatch(g.dtype(), [&](auto z) {
+      using T = decltype(z);
+      for (int64_t k = 0; k < g.numel(); ++k) gs.data<T>()[(*where)[k]] = g.data<T>()[k];
+    });
+    if (adjacent) return std::vector<Tensor>{gs};
+    // Undo the permutation that moved the reduced axes last.
+    Axes order, inverse(reduced.size());
+    for (size_t i = 0; i < reduced.size(); ++i) if (!reduced[i]) order.push_back(i);
+    for (size_t i = 0; i < reduced.size(); ++i) if (reduced[i]) order.push_back(i);
+    for (size_t i = 0; i < order.size(); ++i) inverse[order[i]] = i;
+    return std::vector<Tensor>{permute(gs, inverse)};
+  });
+}
+
+Tensor sum_to_shape(const Tensor& a, const Shape& shape) {
+  if (a.shape() == shape) return a;
+  const int64_t extra = a.dim() - static_cast<int64_t>(shape.size());
+  check(extra >= 0, "sum_to_shape: cannot sum ", shape_str(a.shape()), " to the larger rank ",
+        shape_str(shape));
+  Axes axes;
+  for (int64_t i = 0; i < a.dim(); ++i) {
+    if (i < extra) {
+      axes.push_back(i);
+      continue;
+    }
+    const int64_t want = shape[i - extra];
+    check(want == a.shape()[i] || want == 1, "sum_to_shape: ", shape_str(a.shape()),
+          " does not broadcast from ", shape_str(shape));
+    if (want == 1 && a.shape()[i] != 1) axes.push_back(i);
+  }
+  if (axes.empty()) return a.reshape(shape);
+  return sum(a, axes, false).reshape(shape);
+}
+
+}  // namespace vg

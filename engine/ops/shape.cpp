@@ -1,0 +1,195 @@
+// Ops that move elements: permute, transpose, slice, select, cat, broadcast_to. Each one
+// copies (tensors are always contiguous); the gradient moves the elements back.
+#include <cstring>
+
+#include "engine/autograd.h"
+#include "engine/ops.h"
+#include "engine/ops/broadcast.h"
+#include "engine/parallel.h"
+
+namespace vg {
+namespace {
+
+int64_t normalize_axis(const char* op, int64_t axis, int64_t rank) {
+  check(axis >= -rank && axis < rank, op, ": axis ", axis, " out of range for rank ", rank);
+  return axis < 0 ? axis + rank : axis;
+}
+
+// The tensor seen as (outer, n along `axis`, inner).
+void split_at(const Shape& s, int64_t axis, int64_t& outer, int64_t& inner) {
+  outer = 1;
+  inner = 1;
+  for (int64_t i = 0; i < axis; ++i) outer *= s[i];
+  for (size_t i = axis + 1; i < s.size(); ++i) inner *= s[i];
+}
+
+// Copies src (outer, n_src, inner) into dst (outer, n_dst, inner) at position `offset` of the
+// middle axis, or the reverse when `into_src` (used by slice and cat, forward and backward).
+void copy_block(const Tensor& src, Tensor& dst, int64_t outer, int64_t n_src, int64_t n_dst,
+                int64_t inner, int64_t offset, bool to_dst_block) {
+  const size_t elem = dtype_size(src.dtype());
+  const char* s = static_cast<const char*>(src.raw_data());
+  char* d = static_cast<char*>(dst.raw_data());
+  const int64_t run = (to_dst_block ? n_src : n_dst) * inner;
+  parallel_for(outer, std::max<int64_t>(1, 16384 / std::max<int64_t>(run, 1)),
+               [&](int64_t o0, int64_t o1) {
+    for (int64_t o = o0; o < o1; ++o) {
+      if (to_dst_block)  // src is the small block, placed into dst at offset
+        std::memcpy(d + ((o * n_dst + offset) * inner) * elem, s + (o * n_src * inner) * elem,
+                    run * elem);
+      else  // dst is the small block, read from src at offset
+        std::memcpy(d + (o * n_dst * inner) * elem, s + ((o * n_src + offset) * inner) * elem,
+                    run * elem);
+    }
+  });
+}
+
+}  // namespace
+
+Tensor permute(const Tensor& a, const Axes& order_in) {
+  const int64_t rank = a.dim();
+  check(static_cast<int64_t>(order_in.size()) == rank, "permute: order of ", order_in.size(),
+        " axes for shape ", shape_str(a.shape()));
+  Axes order(rank);
+  std::vector<bool> seen(rank, false);
+  for (int64_t i = 0; i < rank; ++i) {
+    order[i] = normalize_axis("permute", order_in[i], rank);
+    check(!seen[order[i]], "permute: axis ", order_in[i], " appears twice");
+    seen[order[i]] = true;
+  }
+  Shape out_shape(rank);
+  std::vector<int64_t> in_stride(rank), stride_for_out(rank);
+  for (int64_t i = rank - 1, st = 1; i >= 0; --i) {
+    in_stride[i] = st;
+    st *= a.shape()[i];
+  }
+  for (int64_t i = 0; i < rank; ++i) {
+    out_shape[i] = a.shape()[order[i]];
+    stride_for_out[i] = in_stride[order[i]];
+  }
+  Tensor out = Tensor::empty(out_shape, a.dtype());
+  if (out.numel() > 0) {
+    dispatch(a.dtype(), [&](auto z) {
+      using T = decltype(z);
+      const T* src = a.data<T>();
+      T* dst = out.data<T>();
+      if (rank == 0) {
+        dst[0] = src[0];
+        return;
+      }
+      const int64_t inner = out_shape[rank - 1], inner_stride = stride_for_out[rank - 1];
+      const int64_t runs = out.numel() / inner;
+      parallel_for(runs, std::max<int64_t>(1, 8192 / inner), [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          int64_t rest = r, base = 0;
+          for (int64_t ax = rank - 2; ax >= 0; --ax) {
+            base += (rest % out_shape[ax]) * stride_for_out[ax];
+            rest /= out_shape[ax];
+          }
+          T* d = dst + r * inner;
+          for (int64_t i = 0; i < inner; ++i) d[i] = src[base + i * inner_stride];
+        }
+      });
+    });
+  }
+  Axes inverse(rank);
+  for (int64_t i = 0; i < rank; ++i) inverse[order[i]] = i;
+  return record("permute", out, {a},
+                [inverse](const Tensor& g) { return std::vector<Tensor>{permute(g, inverse)}; });
+}
+
+Tensor transpose(const Tensor& a, int64_t axis0, int64_t axis1) {
+  const int64_t rank = a.dim();
+  Axes order(rank);
+  for (int64_t i = 0; i < rank; ++i) order[i] = i;
+  std::swap(order[normalize_axis("transpose", axis0, rank)],
+            order[normalize_axis("transpose", axis1, rank)]);
+  return permute(a, order);
+}
+
+Tensor slice(const Tensor& a, int64_t axis_in, int64_t start, int64_t stop) {
+  const int64_t axis = normalize_axis("slice", axis_in, a.dim());
+  const int64_t n = a.shape()[axis];
+  check(0 <= start && start <= stop && stop <= n, "slice: range [", start, ", ", stop,
+        ") out of bounds for axis ", axis_in, " of size ", n, " (shape ", shape_str(a.shape()),
+        ")");
+  Shape out_shape = a.shape();
+  out_shape[axis] = stop - start;
+  Tensor out = Tensor::empty(out_shape, a.dtype());
+  int64_t outer, inner;
+  split_at(a.shape(), axis, outer, inner);
+  copy_block(a, out, outer, n, stop - start, inner, start, false);
+  const Shape in_shape = a.shape();
+  return record("slice", out, {a}, [=](const Tensor& g) {
+    Tensor ga = zeros(in_shape, g.dtype());
+    copy_block(g, ga, outer, stop - start, n, inner, start, true);
+    return std::vector<Tensor>{ga};
+  });
+}
+
+Tensor select(const Tensor& a, int64_t axis_in, int64_t index) {
+  const int64_t axis = normalize_axis("select", axis_in, a.dim());
+  const int64_t n = a.shape()[axis];
+  check(index >= -n && index < n, "select: index ", index, " out of range for axis ", axis_in,
+        " of size ", n, " (shape ", shape_str(a.shape()), ")");
+  if (index < 0) index += n;
+  Shape out_shape = a.shape();
+  out_shape.erase(out_shape.begin() + axis);
+  return slice(a, axis, index, index + 1).reshape(out_shape);
+}
+
+Tensor cat(const std::vector<Tensor>& parts, int64_t axis_in) {
+  check(!parts.empty(), "cat: no tensors to concatenate");
+  const Shape& first = parts[0].shape();
+  const int64_t axis = normalize_axis("cat", axis_in, static_cast<int64_t>(first.size()));
+  Shape out_shape = first;
+  out_shape[axis] = 0;
+  for (const Tensor& p : parts) {
+    check(p.dtype() == parts[0].dtype(), "cat: mixed dtypes");
+    bool same = p.dim() == static_cast<int64_t>(first.size());
+    for (int64_t i = 0; same && i < p.dim(); ++i) same = i == axis || p.shape()[i] == first[i];
+    check(same, "cat: shape ", shape_str(p.shape()), " does not match ", shape_str(first),
+          " outside axis ", axis_in);
+    out_shape[axis] += p.shape()[axis];
+  }
+  Tensor out = Tensor::empty(out_shape, parts[0].dtype());
+  int64_t outer, inner;
+  split_at(out_shape, axis, outer, inner);
+  std::vector<int64_t> offsets, lengths;
+  int64_t offset = 0;
+  for (const Tensor& p : parts) {
+    copy_block(p, out, outer, p.shape()[axis], out_shape[axis], inner, offset, true);
+    offsets.push_back(offset);
+    lengths.push_back(p.shape()[axis]);
+    offset += p.shape()[axis];
+  }
+  return record("cat", out, parts, [=](const Tensor& g) {
+    std::vector<Tensor> grads;
+    for (size_t i = 0; i < offsets.size(); ++i)
+      grads.push_back(slice(g, axis, offsets[i], offsets[i] + lengths[i]));
+    return grads;
+  });
+}
+
+Tensor broadcast_to(const Tensor& a, const Shape& shape) {
+  if (a.shape() == shape) return a;
+  check(broadcast_shapes(a.shape(), shape, "broadcast_to") == shape, "broadcast_to: ",
+        shape_str(a.shape()), " does not broadcast to ", shape_str(shape));
+  Tensor out = Tensor::empty(shape, a.dtype());
+  dispatch(a.dtype(), [&](auto z) {
+    using T = decltype(z);
+    const T* src = a.data<T>();
+    T* dst = out.data<T>();
+    const BroadcastPlan plan = plan_broadcast(a.shape(), shape, shape);
+    for_each_broadcast_run(plan, [&](int64_t o, int64_t ia, int64_t, int64_t n, int64_t da,
+                                     int64_t) {
+      for (int64_t k = 0; k < n; ++k) dst[o + k] = src[ia + k * da];
+    });
+  });
+  const Shape in_shape = a.shape();
+  return record("broadcast_to", out, {a}, [in_shape](const Tensor& g) {
+    return std::vector<Tensor>{sum_to_shape(g, in_shape)};
+  });
+}
+
+}  // namespace vg

@@ -1,0 +1,41 @@
+// Tensor memory: 64-byte aligned buffers that go back to a cache, not to the OS, when freed.
+//
+// A training step asks for the same buffer sizes every time, so after the first step almost
+// every allocation is served from the cache (an exact-size free list). That keeps activation
+// memory off the heap and out of page faults; `memory_stats()` lets tests and benchmarks see it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace vg {
+
+class Storage {
+ public:
+  explicit Storage(size_t bytes);  // uninitialised, 64-byte aligned
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  void* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void* data_;
+  size_t bytes_;
+};
+
+struct MemoryStats {
+  int64_t heap_allocations = 0;  // buffers that had to come from the OS since start
+  int64_t cache_hits = 0;        // buffers served from the cache
+  int64_t bytes_in_use = 0;      // held by live tensors
+  int64_t peak_bytes_in_use = 0;
+  int64_t bytes_cached = 0;      // freed, kept for reuse
+};
+
+MemoryStats memory_stats();
+// Returns every cached buffer to the OS.
+void release_cached_memory();
+
+}  // namespace vg

@@ -1,0 +1,124 @@
+#include "layers/module.h"
+
+#include <cstring>
+
+namespace vg::nn {
+
+Tensor Module::register_parameter(const std::string& name, Tensor value, ParameterTags tags) {
+  check(value.defined(), type_name_, ": parameter '", name, "' is undefined");
+  for (const Entry& e : parameters_)
+    check(e.name != name, type_name_, ": parameter '", name, "' registered twice");
+  value.set_requires_grad(true);
+  value.set_name(name);
+  parameters_.push_back({name, value, tags});
+  return value;
+}
+
+void Module::add_child(const std::string& name, std::shared_ptr<Module> module) {
+  check(module != nullptr, type_name_, ": child module '", name, "' is null");
+  for (const auto& [n, m] : children_)
+    check(n != name, type_name_, ": child module '", name, "' registered twice");
+  module->name_ = name;
+  children_.emplace_back(name, std::move(module));
+}
+
+void Module::replace_module(const std::string& name, std::shared_ptr<Module> module) {
+  for (auto& [n, m] : children_) {
+    if (n != name) continue;
+    module->name_ = name;
+    module->train(training_);
+    m = std::move(module);
+    return;
+  }
+  throw Error(cat_str(type_name_, ": no child module '", name, "' to replace"));
+}
+
+void Module::collect_parameters(const std::string& prefix, ParameterList& out) const {
+  for (const Entry& e : parameters_)
+    out.push_back({prefix + e.name, e.tensor, e.tags.no_weight_decay});
+  for (const auto& [n, m] : children_) m->collect_parameters(prefix + n + ".", out);
+}
+
+ParameterList Module::named_parameters() const {
+  ParameterList out;
+  collect_parameters("", out);
+  return out;
+}
+
+std::vector<Tensor> Module::parameters() const {
+  std::vector<Tensor> out;
+  for (const Parameter& p : named_parameters()) out.push_back(p.tensor);
+  return out;
+}
+
+std::vector<std::pair<std::string, const Module*>> Module::named_modules() const {
+  std::vector<std::pair<std::string, const Module*>> out{{"", this}};
+  for (const auto& [n, m] : children_)
+    for (const auto& [sub, mod] : m->named_modules())
+      out.emplace_back(sub.empty() ? n : n + "." + sub, mod);
+  return out;
+}
+
+int64_t Module::num_parameters() const {
+  int64_t n = 0;
+  for (const Parameter& p : named_parameters()) n += p.tensor.numel();
+  return n;
+}
+
+void Module::train(bool on) {
+  training_ = on;
+  for (auto& [n, m] : children_) m->train(on);
+}
+
+void Module::zero_grad() {
+  for (Parameter& p : named_parameters()) p.tensor.zero_grad();
+}
+
+void Module::to(DType dtype) {
+  for (Parameter& p : named_parameters()) {
+    if (p.tensor.dtype() == dtype) continue;
+    Tensor converted = p.tensor.detach().to(dtype);
+    TensorImpl* impl = p.tensor.impl();
+    impl->storage = converted.impl()->storage;
+    impl->dtype = dtype;
+    impl->grad = Tensor();
+  }
+}
+
+StateDict Module::state_dict() const {
+  StateDict out;
+  for (const Parameter& p : named_parameters()) out[p.name] = p.tensor;
+  return out;
+}
+
+void Module::load_state_dict(const StateDict& state, bool strict) {
+  const ParameterList params = named_parameters();
+  // Validate everything first: a failed load leaves the module untouched.
+  for (const Parameter& p : params) {
+    auto it = state.find(p.name);
+    if (it == state.end()) {
+      check(!strict, type_name_, ".load_state_dict: missing entry '", p.name, "'");
+      continue;
+    }
+    const Tensor& v = it->second;
+    check(v.defined() && v.shape() == p.tensor.shape(), type_name_, ".load_state_dict: entry '",
+          p.name, "' has shape ", v.defined() ? shape_str(v.shape()) : "undefined",
+          ", expected ", shape_str(p.tensor.shape()));
+  }
+  if (strict) {
+    for (const auto& [name, v] : state) {
+      bool known = false;
+      for (const Parameter& p : params) known = known || p.name == name;
+      check(known, type_name_, ".load_state_dict: unexpected entry '", name, "'");
+    }
+  }
+  for (const Parameter& p : params) {
+    auto it = state.find(p.name);
+    if (it == state.end()) continue;
+    Tensor value = it->second.dtype() == p.tensor.dtype() ? it->second
+                                                          : it->second.detach().to(p.tensor.dtype());
+    std::memcpy(p.tensor.raw_data(), value.raw_data(), p.tensor.numel() * dtype_size(p.tensor.dtype()));
+  }
+}
+
+}  // namespace vg::nn

@@ -1,0 +1,99 @@
+// Module: the base of every layer and model. A module owns named parameters and child
+// modules, in registration order, and knows its own name inside its parent, so the ops it
+// runs are recorded with their module path ("blocks.2.attn") for anomaly reports and graphs.
+//
+// A subclass registers what it owns in its constructor:
+//   gamma_ = register_parameter("gamma", full({dim}, init_value), {.no_weight_decay = true});
+//   attn_ = register_module("attn", std::make_shared<Attention>(...));
+// and opens a scope in its forward:
+//   Tensor forward(const Tensor& x) { auto scope = enter(); ... }
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/autograd.h"
+#include "engine/parameter.h"
+#include "engine/tensor.h"
+
+namespace vg::nn {
+
+struct ParameterTags {
+  bool no_weight_decay = false;
+};
+
+// Name -> tensor, sorted by name (the order JSON checkpoints use).
+using StateDict = std::map<std::string, Tensor>;
+
+class Module {
+ public:
+  explicit Module(std::string type_name) : type_name_(std::move(type_name)) {}
+  virtual ~Module() = default;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  // "LayerScale", "Block", ...: the class, for summaries and messages.
+  const std::string& type_name() const { return type_name_; }
+  // The name under which the parent registered this module ("" for a root).
+  const std::string& name() const { return name_; }
+
+  // Every parameter of this module and its children, depth first, with dotted names.
+  ParameterList named_parameters() const;
+  std::vector<Tensor> parameters() const;
+  // This module ("") and every descendant with its dotted path.
+  std::vector<std::pair<std::string, const Module*>> named_modules() const;
+  const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& children() const {
+    return children_;
+  }
+  int64_t num_parameters() const;
+
+  void train(bool on = true);  // recursive; affects Dropout, DropPath
+  void eval() { train(false); }
+  bool is_training() const { return training_; }
+  void zero_grad();  // drops every parameter's gradient
+  // Converts every parameter in place (float64 for gradient checks); every handle to a
+  // parameter sees the new dtype.
+  void to(DType dtype);
+
+  StateDict state_dict() const;
+  // Copies values into the existing parameters. Strict: a missing, extra or misshaped entry
+  // is a vg::Error naming it, and nothing is changed unless every entry is valid.
+  void load_state_dict(const StateDict& state, bool strict = true);
+
+  // Forward FLOPs for an input of the given shape, summed over what the module runs.
+  virtual double flop_count(const Shape& input_shape) const = 0;
+  // The output shape for an input shape (for summaries); checks like forward does.
+  virtual Shape output_shape(const Shape& input_shape) const { return input_shape; }
+
+ protected:
+  Tensor register_parameter(const std::string& name, Tensor value, ParameterTags tags = {});
+  template <class M>
+  std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
+    add_child(name, module);
+    return module;
+  }
+  // Replaces a registered child (e.g. to insert LayerScale into a built model).
+  void replace_module(const std::string& name, std::shared_ptr<Module> module);
+  // Opens the module-path scope of a forward call: `auto scope = enter();`.
+  ModuleScope enter() const { return ModuleScope(name_); }
+
+ private:
+  void add_child(const std::string& name, std::shared_ptr<Module> module);
+  void collect_parameters(const std::string& prefix, ParameterList& out) const;
+
+  struct Entry {
+    std::string name;
+    Tensor tensor;
+    ParameterTags tags;
+  };
+  std::string type_name_;
+  std::string name_;
+  bool training_ = true;
+  std::vector<Entry> parameters_;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+};
+
+}  // namespace vg::nn

@@ -1,0 +1,89 @@
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "engine/parallel.h"
+#include "tests/engine/gradcheck_helpers.h"
+
+using namespace vg;
+using vg::testing::expect_gradients;
+using vg::testing::variable;
+
+TEST_CASE("binary ops compute values with broadcasting") {
+  Tensor a = from_vector(std::vector<float>{1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor row = from_vector(std::vector<float>{10, 20, 30}, {3});
+  Tensor col = from_vector(std::vector<float>{2, 4}, {2, 1});
+  CHECK((a + row).to_vector() == std::vector<double>{11, 22, 33, 14, 25, 36});
+  CHECK((a - row).to_vector() == std::vector<double>{-9, -18, -27, -6, -15, -24});
+  CHECK((a * col).to_vector() == std::vector<double>{2, 4, 6, 16, 20, 24});
+  CHECK((a / col).to_vector() == std::vector<double>{0.5, 1, 1.5, 1, 1.25, 1.5});
+  CHECK((row + col).shape() == Shape{2, 3});
+  CHECK((2.0 - a).at({0, 0}) == 1.0);
+  CHECK((6.0 / a).at({0, 2}) == 2.0);
+}
+
+TEST_CASE("gelu, tanh, sigmoid and relu match known numbers") {
+  Tensor x = from_vector(std::vector<double>{-1, 0, 1}, {3});
+  CHECK(gelu(x).at({2}) == doctest::Approx(0.8413447461).epsilon(1e-10));
+  CHECK(gelu(x).at({0}) == doctest::Approx(-0.1586552539).epsilon(1e-10));
+  CHECK(gelu(x, GeluApprox::tanh).at({2}) == doctest::Approx(0.8411919906).epsilon(1e-10));
+  CHECK(sigmoid(x).at({1}) == 0.5);
+  CHECK(tanh(x).at({2}) == doctest::Approx(std::tanh(1.0)));
+  CHECK(relu(x).to_vector() == std::vector<double>{0, 0, 1});
+  // gelu'(0) = 0.5 and gelu'(1) = 1.0833154706
+  Tensor p = from_vector(std::vector<double>{0, 1}, {2}).set_requires_grad();
+  sum(gelu(p)).backward();
+  CHECK(p.grad().at({0}) == doctest::Approx(0.5).epsilon(1e-12));
+  CHECK(p.grad().at({1}) == doctest::Approx(1.0833154706).epsilon(1e-10));
+}
+
+TEST_CASE("binary ops pass gradcheck, including operands that broadcast along each axis") {
+  const Shape full_shape{2, 3, 4};
+  const std::vector<Shape> partners{{2, 3, 4}, {4}, {3, 1}, {2, 1, 1}, {1, 3, 4}, {2, 1, 4}, {}};
+  for (const Shape& s : partners) {
+    Tensor a = variable(full_shape, 1), b = variable(s, 2, 3.0);  // b away from 0 for div
+    INFO("partner shape ", shape_str(s));
+    expect_gradients("add", [](auto& in) { return add(in[0], in[1]); }, {a, b});
+    expect_gradients("sub", [](auto& in) { return sub(in[0], in[1]); }, {a, b});
+    expect_gradients("mul", [](auto& in) { return mul(in[0], in[1]); }, {a, b});
+    expect_gradients("div", [](auto& in) { return div(in[0], in[1]); }, {a, b});
+    expect_gradients("div, broadcast numerator", [](auto& in) { return div(in[1], in[0]); },
+                     {variable(full_shape, 3, 3.0), b});
+  }
+}
+
+TEST_CASE("unary and scalar ops pass gradcheck") {
+  Tensor x = variable({3, 5}, 4);
+  Tensor pos = variable({3, 5}, 5, 4.0);  // > 0 for log, sqrt, pow
+  expect_gradients("neg", [](auto& in) { return neg(in[0]); }, {x});
+  expect_gradients("exp", [](auto& in) { return exp(in[0]); }, {x});
+  expect_gradients("log", [](auto& in) { return log(in[0]); }, {pos});
+  expect_gradients("sqrt", [](auto& in) { return sqrt(in[0]); }, {pos});
+  expect_gradients("pow", [](auto& in) { return pow(in[0], 2.5); }, {pos});
+  expect_gradients("pow negative", [](auto& in) { return pow(in[0], -1.5); }, {pos});
+  expect_gradients("abs", [](auto& in) { return abs(in[0]); }, {x});
+  expect_gradients("tanh", [](auto& in) { return tanh(in[0]); }, {x});
+  expect_gradients("sigmoid", [](auto& in) { return sigmoid(in[0]); }, {x});
+  expect_gradients("relu", [](auto& in) { return relu(in[0]); }, {x});
+  expect_gradients("gelu", [](auto& in) { return gelu(in[0]); }, {x});
+  expect_gradients("gelu tanh", [](auto& in) { return gelu(in[0], GeluApprox::tanh); }, {x});
+  expect_gradients("scalar ops", [](auto& in) { return (2.0 - in[0] * 3.0 + 1.0) / 4.0; }, {x});
+  expect_gradients("scalar divided by tensor", [](auto& in) { return 2.0 / in[0]; }, {pos});
+  expect_gradients("clone", [](auto& in) { return in[0].clone(); }, {x});
+  expect_gradients("reshape", [](auto& in) { return in[0].reshape({5, 3}) * 2.0; }, {x});
+}
+
+TEST_CASE("to() passes the gradient back in the source dtype") {
+  Tensor x = from_vector(std::vector<double>{1.5, -2}, {2}).set_requires_grad();
+  sum(mul(x.to(DType::f32), 2.0)).backward();
+  CHECK(x.grad().dtype() == DType::f64);
+  CHECK(x.grad().to_vector() == std::vector<double>{2, 2});
+}
+
+TEST_CASE("elementwise kernels give identical bits with 1 and 2 threads") {
+  Tensor a = variable({257, 129}, 7).detach(), b = variable({129}, 8).detach();
+  set_num_threads(1);
+  const std::vector<double> one = gelu(mul(a, b)).to_vector();
+  set_num_threads(2);
+  CHECK(gelu(mul(a, b)).to_vector() == one);
+}

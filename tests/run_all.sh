@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Runs every test executable of a build folder and closes with one line "N passed, N failed"
+# (test cases, summed over the executables). Exit status 0 only when nothing failed.
+set -u
+build=${1:-build}
+cd "$(dirname "$0")/.." || exit 2
+passed=0
+failed=0
+ran=0
+for exe in $(ls "$build"/test_* 2>/dev/null | sort); do
+  [ -x "$exe" ] || continue
+  ran=$((ran + 1))
+  log=$(mktemp)
+  # shellcheck disable=SC2086
+  "$exe" ${VG_TEST_ARGS:-} 2>&1 | tee "$log"
+  status=${PIPESTATUS[0]}
+  summary=$(grep -E '^\[doctest\] test cases:' "$log" | tail -1)
+  rm -f "$log"
+  if [ -z "$summary" ]; then
+    echo "$(basename "$exe") ended without a summary (exit status $status)"
+    failed=$((failed + 1))
+    continue
+  fi
+  p=$(echo "$summary" | sed -E 's/.*\| *([0-9]+) passed.*/\1/')
+  f=$(echo "$summary" | sed -E 's/.*\| *([0-9]+) failed.*/\1/')
+  passed=$((passed + p))
+  failed=$((failed + f))
+  if [ "$status" -ne 0 ] && [ "$f" -eq 0 ]; then
+    echo "$(basename "$exe") exited with status $status"
+    failed=$((failed + 1))
+  fi
+done
+echo "$passed passed, $failed failed"
+[ "$ran" -gt 0 ] && [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]

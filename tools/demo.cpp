@@ -1,0 +1,30 @@
+// `vitgrad demo`: a short tour of the engine that a user can read alongside its output.
+#include <cstdio>
+#include <iostream>
+
+#include "engine/gradcheck.h"
+#include "engine/ops.h"
+#include "engine/rng.h"
+#include "tools/commands.h"
+
+namespace vg::tools {
+
+int run_demo(const std::vector<std::string>& args) {
+  if (!args.empty()) throw UsageError("demo takes no arguments");
+  Rng rng(0);
+  // A tiny function of two tensors: a per-channel scale (broadcast over rows), then tanh.
+  Tensor x = randn({4, 3}, rng, DType::f64).set_requires_grad().set_name("x");
+  Tensor gamma = full({3}, 0.5, DType::f64).set_requires_grad().set_name("gamma");
+  Tensor loss = mean(tanh(mul(x, gamma)));
+  loss.backward();
+  std::cout << "x      = " << x << "\n"
+            << "gamma  = " << gamma << "\n"
+            << "loss   = mean(tanh(x * gamma)) = " << loss.item() << "\n"
+            << "dloss/dgamma = " << gamma.grad() << "   (summed over the 4 rows)\n";
+  GradcheckResult r = gradcheck(
+      [](const std::vector<Tensor>& in) { return mean(tanh(mul(in[0], in[1]))); }, {x, gamma});
+  std::cout << "gradcheck: " << r.summary() << "\n";
+  return r.passed ? 0 : 1;
+}
+
+}  // namespace vg::tools
