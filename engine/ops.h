@@ -1,7 +1,7 @@
 // Every differentiable op of the engine. Each op lives in the file of its family, with its
 // shape rule, forward kernel, backward and FLOP count side by side:
 //   ops/elementwise.cpp  ops/reduce.cpp  ops/shape.cpp  ops/matmul.cpp  ops/nn.cpp
-//   ops/attention.cpp
+//   ops/attention.cpp  ops/norm.cpp (fused normalisation-layer ops)
 // Binary elementwise ops follow NumPy broadcasting. Both operands of a binary op must have
 // the same dtype. Axes may be negative (counted from the end).
 #pragma once

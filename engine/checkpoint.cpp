@@ -1,0 +1,142 @@
+#include "engine/checkpoint.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "engine/json_tensor.h"
+
+namespace vg {
+namespace {
+
+using nlohmann::json;
+
+void expect(bool ok, const std::string& source, const std::string& what) {
+  if (!ok) throw Error(source + ": " + what);
+}
+
+const json& section(const json& doc, const char* key, const std::string& source) {
+  expect(doc.contains(key), source, cat_str("missing entry '", key, "'"));
+  return doc.at(key);
+}
+
+}  // namespace
+
+void write_file_atomically(const std::string& path, const std::string& text) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  const fs::path folder = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  const fs::path temp = folder / ("." + target.filename().string() + ".tmp." +
+                                  std::to_string(::getpid()));
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) throw Error(cat_str(path, ": cannot write (", std::strerror(errno), ")"));
+  size_t written = 0;
+  while (written < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + written, text.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const std::string reason = std::strerror(errno);
+      ::close(fd);
+      ::unlink(temp.c_str());
+      throw Error(cat_str(path, ": write failed (", reason, ")"));
+    }
+    written += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    ::unlink(temp.c_str());
+    throw Error(cat_str(path, ": could not flush to disk (", std::strerror(errno), ")"));
+  }
+  if (::rename(temp.c_str(), target.c_str()) != 0) {
+    const std::string reason = std::strerror(errno);
+    ::unlink(temp.c_str());
+    throw Error(cat_str(path, ": could not replace the file (", reason, ")"));
+  }
+  // Make the rename itself durable.
+  const int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY);
+  if (dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
+}
+
+std::string checkpoint_to_string(const Checkpoint& c) {
+  json model = json::object();
+  for (const auto& [name, tensor] : c.model) model[name] = tensor_to_json(tensor, name);
+  json doc = {{"format", kCheckpointFormat}, {"version", kCheckpointVersion},
+              {"config", c.config},          {"model", std::move(model)},
+              {"optimizer", c.optimizer},    {"scheduler", c.scheduler},
+              {"rng", c.rng},                {"data", c.data},
+              {"step", c.step},              {"extra", c.extra}};
+  return doc.dump();
+}
+
+void save_checkpoint(const std::string& path, const Checkpoint& c) {
+  write_file_atomically(path, checkpoint_to_string(c));
+}
+
+Checkpoint parse_checkpoint(const std::string& text, const std::string& source) {
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw Error(cat_str(source, ": not a valid JSON document (truncated or damaged?) at byte ",
+                        e.byte));
+  }
+  expect(doc.is_object(), source, "not a checkpoint (the document is not a JSON object)");
+  const json& format = section(doc, "format", source);
+  expect(format.is_string() && format == kCheckpointFormat, source,
+         cat_str("format is ", format.dump(), ", expected \"", kCheckpointFormat, "\""));
+  const json& version = section(doc, "version", source);
+  expect(version.is_number_integer() && version == kCheckpointVersion, source,
+         cat_str("version ", version.dump(), " is not supported (this build reads version ",
+                 kCheckpointVersion, ")"));
+  static const char* known[] = {"format", "version", "config", "model", "optimizer",
+                                "scheduler", "rng", "data", "step", "extra"};
+  for (const auto& [key, value] : doc.items()) {
+    bool ok = false;
+    for (const char* k : known) ok = ok || key == k;
+    expect(ok, source, cat_str("unexpected entry '", key, "'"));
+  }
+
+  Checkpoint c;
+  c.config = section(doc, "config", source);
+  expect(c.config.is_object(), source, "entry 'config' is not an object");
+  const json& model = section(doc, "model", source);
+  expect(model.is_object(), source, "entry 'model' is not an object");
+  for (const auto& [name, value] : model.items())
+    c.model[name] = tensor_from_json(value, cat_str(source, ": model entry '", name, "'"));
+  c.optimizer = section(doc, "optimizer", source);
+  expect(c.optimizer.is_null() || c.optimizer.is_object(), source,
+         "entry 'optimizer' is neither null nor an object");
+  c.scheduler = section(doc, "scheduler", source);
+  expect(c.scheduler.is_null() || c.scheduler.is_object(), source,
+         "entry 'scheduler' is neither null nor an object");
+  c.rng = section(doc, "rng", source);
+  expect(c.rng.is_object(), source, "entry 'rng' is not an object");
+  c.data = section(doc, "data", source);
+  expect(c.data.is_object(), source, "entry 'data' is not an object");
+  const json& step = section(doc, "step", source);
+  expect(step.is_number_integer() && step.get<int64_t>() >= 0, source,
+         "entry 'step' is not a non-negative integer");
+  c.step = step.get<int64_t>();
+  if (doc.contains("extra")) {
+    c.extra = doc.at("extra");
+    expect(c.extra.is_object(), source, "entry 'extra' is not an object");
+  }
+  return c;
+}
+
+Checkpoint load_checkpoint(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(cat_str(path, ": cannot open (", std::strerror(errno), ")"));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_checkpoint(text.str(), path);
+}
+
+}  // namespace vg

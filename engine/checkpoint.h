@@ -1,0 +1,48 @@
+// Checkpoints: one human-readable JSON document holding everything a run needs to go on
+// exactly where it stopped (format in DESIGN.md, "Checkpoints"):
+//   { "format": "vitgrad-checkpoint", "version": 1, "config": {...}, "model": {...},
+//     "optimizer": {...}, "scheduler": {...}, "rng": {...}, "data": {...}, "step": N }
+// float32 values are written so that they read back to the same bits.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/tensor.h"
+
+namespace vg {
+
+struct Checkpoint {
+  nlohmann::json config = nlohmann::json::object();     // the model's ViTConfig
+  std::map<std::string, Tensor> model;                  // parameter name -> value
+  nlohmann::json optimizer = nullptr;                   // null in a weights-only export
+  nlohmann::json scheduler = nullptr;
+  nlohmann::json rng = nlohmann::json::object();        // name -> generator state
+  nlohmann::json data = nlohmann::json::object();       // loader position
+  int64_t step = 0;
+  nlohmann::json extra = nlohmann::json::object();      // metrics worth keeping (best accuracy)
+};
+
+constexpr const char* kCheckpointFormat = "vitgrad-checkpoint";
+constexpr int kCheckpointVersion = 1;
+
+// Writes atomically: a temporary file in the same folder, flushed to disk, then renamed over
+// `path`. A crash during the write leaves the previous file intact.
+void save_checkpoint(const std::string& path, const Checkpoint& checkpoint);
+
+// Reads and validates the whole document (format, version, every section's type, every
+// tensor's shape, dtype and values) and returns it; nothing outside is touched. Errors are a
+// vg::Error naming the file and the entry.
+Checkpoint load_checkpoint(const std::string& path);
+
+// The same as JSON text, for tests and fuzzers; `source` names it in messages.
+Checkpoint parse_checkpoint(const std::string& text, const std::string& source);
+std::string checkpoint_to_string(const Checkpoint& checkpoint);
+
+// Writes `text` to `path` atomically (temporary file, fsync, rename).
+void write_file_atomically(const std::string& path, const std::string& text);
+
+}  // namespace vg

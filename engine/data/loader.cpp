@@ -1,0 +1,182 @@
+#include "engine/data/loader.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "engine/error.h"
+#include "engine/parallel.h"
+
+namespace vg::data {
+namespace {
+
+// Stream numbers that keep the loader's generators independent of each other.
+constexpr uint64_t kShuffleStream = 0x5348554646ULL;  // "SHUFF"
+constexpr uint64_t kAugmentStream = 0x4155474dULL;    // "AUGM"
+
+void check_dataset(const char* who, const Dataset& data) {
+  const Tensor& images = data.images;
+  check(images.defined() && images.dim() == 4 && images.dtype() == DType::f32, who, ": data set '",
+        data.name, "' needs float32 images (N, H, W, C), got ",
+        images.defined() ? shape_str(images.shape()) : "none");
+  check(images.size(0) == data.size(), who, ": data set '", data.name, "' has ", images.size(0),
+        " images but ", data.size(), " labels");
+  check(data.size() > 0, who, ": data set '", data.name, "' is empty");
+}
+
+// Copies the samples `indices` of `data` into a batch, each one augmented when `augments`
+// is not empty. The random draws are made before, so the result does not depend on threads.
+Batch gather(const Dataset& data, std::vector<int64_t> indices,
+             const std::vector<Augment>& augments) {
+  const Shape& shape = data.images.shape();
+  const int64_t n = static_cast<int64_t>(indices.size());
+  const int64_t height = shape[1], width = shape[2], channels = shape[3];
+  const int64_t image_size = height * width * channels;
+  Batch batch;
+  batch.images = Tensor::empty({n, height, width, channels}, DType::f32);
+  batch.labels.resize(n);
+  const float* src = data.images.data<float>();
+  float* dst = batch.images.data<float>();
+  const float pad = data.pad_value();
+  // Copying is memory-bound: only batches of several 256 KiB chunks are worth the threads.
+  parallel_for(n, std::max<int64_t>(1, 65536 / image_size), [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const float* from = src + indices[i] * image_size;
+      float* to = dst + i * image_size;
+      if (augments.empty())
+        std::memcpy(to, from, image_size * sizeof(float));
+      else
+        apply_augment(from, to, height, width, channels, augments[i], pad);
+      batch.labels[i] = data.labels[indices[i]];
+    }
+  });
+  batch.indices = std::move(indices);
+  return batch;
+}
+
+}  // namespace
+
+void apply_augment(const float* src, float* dst, int64_t height, int64_t width, int64_t channels,
+                   const Augment& augment, float pad_value) {
+  const int64_t row = width * channels, dx = augment.dx;
+  // Output columns [x0, x1) have a source column inside the image; the rest is padding.
+  const int64_t x0 = std::clamp<int64_t>(augment.flip ? dx : -dx, 0, width);
+  const int64_t x1 = std::clamp<int64_t>(augment.flip ? width + dx : width - dx, x0, width);
+  for (int64_t y = 0; y < height; ++y) {
+    float* out = dst + y * row;
+    const int64_t sy = y + augment.dy;
+    if (sy < 0 || sy >= height) {
+      std::fill(out, out + row, pad_value);
+      continue;
+    }
+    const float* in = src + sy * row;
+    std::fill(out, out + x0 * channels, pad_value);
+    if (!augment.flip) {
+      std::memcpy(out + x0 * channels, in + (x0 + dx) * channels,
+                  (x1 - x0) * channels * sizeof(float));
+    } else {
+      for (int64_t x = x0; x < x1; ++x) {
+        const float* pixel = in + (width - 1 - x + dx) * channels;
+        std::copy(pixel, pixel + channels, out + x * channels);
+      }
+    }
+    std::fill(out + x1 * channels, out + row, pad_value);
+  }
+}
+
+Loader::Loader(const Dataset& data, int64_t batch_size, bool shuffle, bool augment, uint64_t seed)
+    : data_(data),
+      batch_size_(batch_size),
+      shuffle_(shuffle),
+      augment_(augment),
+      seed_(seed),
+      augment_rng_(derive_seed(seed, kAugmentStream)) {
+  check_dataset("Loader", data_);
+  check(batch_size > 0, "Loader: batch_size ", batch_size, " must be positive");
+}
+
+int64_t Loader::batches_per_epoch() const {
+  return (data_.size() + batch_size_ - 1) / batch_size_;
+}
+
+const std::vector<int64_t>& Loader::order() {
+  if (order_epoch_ == epoch_) return order_;
+  order_.resize(data_.size());
+  std::iota(order_.begin(), order_.end(), int64_t{0});
+  if (shuffle_) {  // Fisher-Yates from a generator that only (seed, epoch) determine
+    Rng rng(derive_seed(derive_seed(seed_, kShuffleStream), static_cast<uint64_t>(epoch_)));
+    for (int64_t i = data_.size() - 1; i > 0; --i)
+      std::swap(order_[i], order_[rng.below(static_cast<uint64_t>(i) + 1)]);
+  }
+  order_epoch_ = epoch_;
+  return order_;
+}
+
+Batch Loader::next() {
+  const std::vector<int64_t>& perm = order();
+  const int64_t n = std::min(batch_size_, data_.size() - cursor_);
+  std::vector<int64_t> indices(perm.begin() + cursor_, perm.begin() + cursor_ + n);
+  std::vector<Augment> augments;
+  if (augment_) {
+    augments.resize(n);
+    for (Augment& a : augments) {
+      a.dy = static_cast<int>(augment_rng_.below(2 * kCropPadding + 1)) - kCropPadding;
+      a.dx = static_cast<int>(augment_rng_.below(2 * kCropPadding + 1)) - kCropPadding;
+      a.flip = augment_rng_.bernoulli(0.5);
+    }
+  }
+  Batch batch = gather(data_, std::move(indices), augments);
+  batch.epoch = epoch_;
+  cursor_ += n;
+  batch.last_in_epoch = cursor_ == data_.size();
+  if (batch.last_in_epoch) {
+    ++epoch_;
+    cursor_ = 0;
+  }
+  return batch;
+}
+
+LoaderState Loader::state() const {
+  return LoaderState{epoch_, cursor_, seed_, augment_rng_.state()};
+}
+
+void Loader::set_state(const LoaderState& state) {
+  check(state.epoch >= 0, "Loader(", data_.name, "): saved epoch ", state.epoch, " is negative");
+  check(state.cursor >= 0 && state.cursor < data_.size(), "Loader(", data_.name, "): saved cursor ",
+        state.cursor, " out of range [0, ", data_.size(), ") for a data set of ", data_.size(),
+        " samples");
+  check(state.augment_rng.s != decltype(state.augment_rng.s){}, "Loader(", data_.name,
+        "): saved augmentation generator state is all zeros");
+  epoch_ = state.epoch;
+  cursor_ = state.cursor;
+  seed_ = state.seed;
+  augment_rng_.set_state(state.augment_rng);
+  order_epoch_ = -1;  // the seed may differ: recompute the permutation
+}
+
+Batch batch_in_order(const Dataset& data, int64_t begin, int64_t end) {
+  check_dataset("batch_in_order", data);
+  check(0 <= begin && begin < end && end <= data.size(), "batch_in_order: range [", begin, ", ",
+        end, ") is not a non-empty range within the ", data.size(), " samples of '", data.name,
+        "'");
+  std::vector<int64_t> indices(end - begin);
+  std::iota(indices.begin(), indices.end(), begin);
+  Batch batch = gather(data, std::move(indices), {});
+  batch.last_in_epoch = end == data.size();
+  return batch;
+}
+
+InOrder::InOrder(const Dataset& data, int64_t batch_size) : data_(data), batch_size_(batch_size) {
+  check_dataset("InOrder", data_);
+  check(batch_size > 0, "InOrder: batch_size ", batch_size, " must be positive");
+  num_batches_ = (data_.size() + batch_size - 1) / batch_size;
+}
+
+Batch InOrder::batch(int64_t index) const {
+  check(index >= 0 && index < num_batches_, "InOrder: batch ", index, " out of range [0, ",
+        num_batches_, ")");
+  const int64_t begin = index * batch_size_;
+  return batch_in_order(data_, begin, std::min(begin + batch_size_, data_.size()));
+}
+
+}  // namespace vg::data

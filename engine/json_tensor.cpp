@@ -1,0 +1,152 @@
+#include "engine/json_tensor.h"
+
+#include <bit>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+namespace vg {
+namespace {
+
+using nlohmann::json;
+
+// "model 'x'" for messages; falls back to the tensor's name, then to "tensor".
+std::string label(const std::string& what, const Tensor& t) {
+  if (!what.empty()) return what;
+  if (!t.name().empty()) return "tensor '" + t.name() + "'";
+  return "tensor";
+}
+
+std::string hex64(uint64_t x) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(x));
+  return buf;
+}
+
+uint64_t parse_hex64(const json& j, const std::string& what, const std::string& field) {
+  check(j.is_string(), what, ": ", field, " must be a 16-digit hex string, got ", j.dump());
+  const std::string& s = j.get_ref<const std::string&>();
+  check(s.size() == 16, what, ": ", field, " must have 16 hex digits, got \"", s, "\"");
+  uint64_t x = 0;
+  for (char c : s) {
+    int digit = c >= '0' && c <= '9'   ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                       : -1;
+    check(digit >= 0, what, ": ", field, " is not hex: \"", s, "\"");
+    x = (x << 4) | static_cast<uint64_t>(digit);
+  }
+  return x;
+}
+
+void check_keys(const json& j, const std::string& what, std::initializer_list<const char*> keys) {
+  for (const auto& [key, value] : j.items()) {
+    bool known = false;
+    for (const char* k : keys) known = known || key == k;
+    check(known, what, ": unknown key '", key, "'");
+  }
+  for (const char* k : keys) check(j.contains(k), what, ": missing key '", k, "'");
+}
+
+}  // namespace
+
+json tensor_to_json(const Tensor& t, const std::string& what) {
+  check(t.defined(), "tensor_to_json: ", label(what, t), " is undefined");
+  json data = json::array();
+  auto& values = data.get_ref<json::array_t&>();
+  values.reserve(static_cast<size_t>(t.numel()));
+  dispatch(t.dtype(), [&](auto z) {
+    using T = decltype(z);
+    const T* p = t.data<T>();
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      // (no check() here: its message would be built for every element)
+      if (!std::isfinite(p[i]))
+        throw Error(cat_str("tensor_to_json: ", label(what, t), " holds ", p[i], " at flat index ",
+                            i, " (shape ", shape_str(t.shape()),
+                            "); only finite values can be saved"));
+      // float -> double is exact, and nlohmann prints the shortest text that reads back to
+      // the same double, so the float comes back bit for bit.
+      values.emplace_back(static_cast<double>(p[i]));
+    }
+  });
+  return json{{"shape", t.shape()}, {"dtype", dtype_name(t.dtype())}, {"data", std::move(data)}};
+}
+
+Tensor tensor_from_json(const json& j, const std::string& what) {
+  check(j.is_object(), what, ": expected an object with shape, dtype and data, got ",
+        j.type_name());
+  check_keys(j, what, {"shape", "dtype", "data"});
+
+  const json& js = j["shape"];
+  check(js.is_array(), what, ": shape must be an array, got ", js.dump());
+  Shape shape;
+  int64_t numel = 1;
+  for (const json& d : js) {
+    check(d.is_number_integer() && d.get<int64_t>() >= 0, what,
+          ": shape must hold non-negative integers, got ", js.dump());
+    const int64_t n = d.get<int64_t>();
+    check(n == 0 || numel <= std::numeric_limits<int64_t>::max() / n, what, ": shape ", js.dump(),
+          " is too large");
+    numel *= n;
+    shape.push_back(n);
+  }
+
+  const json& jd = j["dtype"];
+  check(jd.is_string() && (jd == "float32" || jd == "float64"), what,
+        ": dtype must be \"float32\" or \"float64\", got ", jd.dump());
+  const DType dtype = dtype_from_name(jd.get<std::string>());
+
+  const json& data = j["data"];
+  check(data.is_array(), what, ": data must be an array, got ", data.type_name());
+  check(static_cast<int64_t>(data.size()) == numel, what, ": data has ", data.size(),
+        " values, shape ", shape_str(shape), " needs ", numel);
+
+  Tensor t = Tensor::empty(shape, dtype);
+  dispatch(dtype, [&](auto z) {
+    using T = decltype(z);
+    T* p = t.data<T>();
+    for (int64_t i = 0; i < numel; ++i) {
+      const json& v = data[static_cast<size_t>(i)];
+      if (!v.is_number()) throw Error(cat_str(what, ": data[", i, "] is not a number: ", v.dump()));
+      p[i] = static_cast<T>(v.get<double>());
+      if (!std::isfinite(p[i]))
+        throw Error(
+            cat_str(what, ": data[", i, "] = ", v.dump(), " is not a finite ", dtype_name(dtype)));
+    }
+  });
+  return t;
+}
+
+json rng_to_json(const RngState& state) {
+  json words = json::array();
+  for (uint64_t w : state.s) words.push_back(hex64(w));
+  return json{{"s", std::move(words)},
+              {"has_spare_normal", state.has_spare_normal},
+              {"spare_normal", hex64(std::bit_cast<uint64_t>(state.spare_normal))}};
+}
+
+RngState rng_from_json(const json& j, const std::string& what) {
+  check(j.is_object(), what,
+        ": expected an object with s, has_spare_normal and spare_normal, "
+        "got ",
+        j.type_name());
+  check_keys(j, what, {"s", "has_spare_normal", "spare_normal"});
+  const json& words = j["s"];
+  check(words.is_array() && words.size() == 4, what, ": s must be an array of 4 hex strings, got ",
+        words.dump());
+  RngState state;
+  bool all_zero = true;
+  for (size_t i = 0; i < 4; ++i) {
+    state.s[i] = parse_hex64(words[i], what, "s[" + std::to_string(i) + "]");
+    all_zero = all_zero && state.s[i] == 0;
+  }
+  check(!all_zero, what, ": s is all zero, a state xoshiro256** never leaves");
+  check(j["has_spare_normal"].is_boolean(), what, ": has_spare_normal must be true or false, got ",
+        j["has_spare_normal"].dump());
+  state.has_spare_normal = j["has_spare_normal"].get<bool>();
+  state.spare_normal = std::bit_cast<double>(parse_hex64(j["spare_normal"], what, "spare_normal"));
+  check(std::isfinite(state.spare_normal), what, ": spare_normal is not a finite double");
+  return state;
+}
+
+}  // namespace vg

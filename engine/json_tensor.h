@@ -1,0 +1,37 @@
+// Tensors and generator states as plain JSON, the building blocks of checkpoints and of
+// optimiser state. Loss-free: a float32 written and read back is the same bits.
+//
+//   tensor: {"shape": [2, 3], "dtype": "float32", "data": [ ...6 numbers, row-major... ]}
+//   rng:    {"s": ["0123456789abcdef", x3 more], "has_spare_normal": false,
+//            "spare_normal": "0000000000000000"}   (the double's bits, in hex)
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "engine/rng.h"
+#include "engine/tensor.h"
+
+namespace vg {
+
+// Shape, dtype and values of `t`. Each value is written as the double it converts to
+// exactly, in the shortest form that reads back to the same double (so float32 values come
+// back bit for bit, -0.0 and denormals included). A NaN or Inf is a vg::Error naming `what`
+// (or the tensor's own name when `what` is empty).
+nlohmann::json tensor_to_json(const Tensor& t, const std::string& what = {});
+
+// A new tensor (not requiring grad) from tensor_to_json's format. Checks that "shape" is an
+// array of non-negative integers, "dtype" is float32 or float64, "data" holds exactly
+// numel finite numbers that fit the dtype, and that no other key is present; each error
+// names `what`, e.g. "model 'blocks.0.ls1.gamma': data has 63 values, shape [64] needs 64".
+Tensor tensor_from_json(const nlohmann::json& j, const std::string& what);
+
+// The generator's whole state: the four xoshiro words as 16-digit hex strings and the
+// cached Box-Muller normal as the exact bits of its double.
+nlohmann::json rng_to_json(const RngState& state);
+
+// The inverse of rng_to_json; a malformed entry (or an all-zero state, from which
+// xoshiro256** can never leave) is a vg::Error naming `what`.
+RngState rng_from_json(const nlohmann::json& j, const std::string& what);
+
+}  // namespace vg

@@ -1,0 +1,181 @@
+// Scaled dot-product attention, fused per (batch, head): S = s Q K^T, P = softmax_rows(S),
+// O = P V with s = D^-0.5. The (batch, head) pairs are independent, so they run in
+// parallel, one head per task; within a head the three products are sgemm/dgemm calls on the
+// whole per-head matrices and the softmax is a row loop with double sums.
+//
+// Threads: OpenBLAS (pthread build) runs a product on one thread when m*n*k is below its
+// threading threshold (65536 * 4), and does not notice that it is called from an OpenMP
+// worker. Heads of that size (ours: T ~ 50, D ~ 16..64) therefore run in parallel with
+// single-threaded products; bigger heads run one after the other, letting OpenBLAS thread
+// each product, so the machine is never oversubscribed. Either way a head is computed by
+// the same sequence of calls, so the bits do not depend on the thread count.
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "engine/autograd.h"
+#include "engine/ops.h"
+#include "engine/parallel.h"
+
+namespace vg {
+namespace {
+
+// Row-major C (m x n) = alpha * op(A) op(B) + beta * C, op = transpose when ta / tb.
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const float* a,
+          int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m),
+              int(n), int(k), float(alpha), a, int(lda), b, int(ldb), 0.0f, c, int(ldc));
+}
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
+          int64_t lda, const double* b, int64_t ldb, double* c, int64_t ldc) {
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m),
+              int(n), int(k), alpha, a, int(lda), b, int(ldb), 0.0, c, int(ldc));
+}
+
+struct AttentionShape {
+  int64_t heads = 0;  // B * H
+  int64_t Tq = 0, Tk = 0, D = 0;
+};
+
+AttentionShape check_attention(const Tensor& q, const Tensor& k, const Tensor& v) {
+  check(q.defined() && k.defined() && v.defined(), "scaled_dot_product_attention: undefined input");
+  auto shapes = [&] {
+    return cat_str("(q ", shape_str(q.shape()), ", k ", shape_str(k.shape()), ", v ",
+                   shape_str(v.shape()), ")");
+  };
+  check(q.dim() == 4 && k.dim() == 4 && v.dim() == 4,
+        "scaled_dot_product_attention: q, k and v must be (B, H, T, D) ", shapes());
+  for (int axis : {0, 1, 3}) {
+    check(k.size(axis) == q.size(axis) && v.size(axis) == q.size(axis),
+          "scaled_dot_product_attention: q, k and v differ in ",
+          axis == 0   ? "batch size B"
+          : axis == 1 ? "head count H"
+                      : "head dim D",
+          " ", shapes());
+  }
+  check(k.size(2) == v.size(2), "scaled_dot_product_attention: k has ", k.size(2),
+        " tokens and v has ", v.size(2), " ", shapes());
+  check(k.size(2) > 0, "scaled_dot_product_attention: no keys to attend to ", shapes());
+  check(k.dtype() == q.dtype() && v.dtype() == q.dtype(),
+        "scaled_dot_product_attention: q, k and v are ", dtype_name(q.dtype()), ", ",
+        dtype_name(k.dtype()), " and ", dtype_name(v.dtype()), " ", shapes());
+  return AttentionShape{q.size(0) * q.size(1), q.size(2), k.size(2), q.size(3)};
+}
+
+// Runs body(h0, h1) over ranges of heads: in parallel when one head's products are small
+// enough that OpenBLAS keeps them on one thread, in one range otherwise (see the top).
+template <class F>
+void for_each_head(const AttentionShape& s, F&& body) {
+  constexpr int64_t kBlasThreadedWork = 65536 * 4;
+  const int64_t work = s.Tq * s.Tk * std::max<int64_t>(s.D, 1);
+  const int64_t grain = work >= kBlasThreadedWork ? s.heads : std::max<int64_t>(1, 32768 / work);
+  parallel_for(s.heads, grain, body);
+}
+
+// Forward of one head: P (Tq, Tk) and O (Tq, D).
+template <class T>
+void attention_head_forward(const T* q, const T* k, const T* v, T* p, T* o, const AttentionShape& s,
+                            double scale) {
+  const int64_t Tq = s.Tq, Tk = s.Tk, D = s.D;
+  gemm(false, true, Tq, Tk, D, scale, q, D, k, D, p, Tk);  // S = s Q K^T
+  for (int64_t i = 0; i < Tq; ++i) {                       // P = softmax_rows(S)
+    T* row = p + i * Tk;
+    const T m = *std::max_element(row, row + Tk);
+    double sum = 0;
+    for (int64_t j = 0; j < Tk; ++j) sum += (row[j] = std::exp(row[j] - m));
+    const T inv = T(1.0 / sum);
+    for (int64_t j = 0; j < Tk; ++j) row[j] *= inv;
+  }
+  gemm(false, false, Tq, D, Tk, 1.0, p, Tk, v, D, o, D);  // O = P V
+}
+
+// Backward of one head. dq, dk, dv may be null (not needed); ds is a (Tq, Tk) scratch.
+//   dV = P^T dO;  dP = dO V^T;  D_i = sum_j dP_ij P_ij;  dS = P * (dP - D_i);
+//   dQ = s dS K;  dK = s dS^T Q.
+template <class T>
+void attention_head_backward(const T* q, const T* k, const T* v, const T* p, const T* dout, T* dq,
+                             T* dk, T* dv, T* ds, const AttentionShape& s, double scale) {
+  const int64_t Tq = s.Tq, Tk = s.Tk, D = s.D;
+  if (dv) gemm(true, false, Tk, D, Tq, 1.0, p, Tk, dout, D, dv, D);
+  if (!dq && !dk) return;
+  gemm(false, true, Tq, Tk, D, 1.0, dout, D, v, D, ds, Tk);  // dP
+  for (int64_t i = 0; i < Tq; ++i) {
+    const T* pi = p + i * Tk;
+    T* di = ds + i * Tk;
+    double row_dot = 0;
+    for (int64_t j = 0; j < Tk; ++j) row_dot += double(di[j]) * pi[j];
+    for (int64_t j = 0; j < Tk; ++j) di[j] = pi[j] * (di[j] - T(row_dot));
+  }
+  if (dq) gemm(false, false, Tq, D, Tk, scale, ds, Tk, k, D, dq, D);
+  if (dk) gemm(true, false, Tk, D, Tq, scale, ds, Tk, q, D, dk, D);
+}
+
+bool needs_grad(const Tensor& t) {
+  return t.requires_grad() || t.grad_fn();
+}
+
+}  // namespace
+
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v) {
+  const AttentionShape s = check_attention(q, k, v);
+  const double scale = 1.0 / std::sqrt(double(s.D));
+  Shape p_shape = q.shape();
+  p_shape[3] = s.Tk;
+  // Saved for backward: P (B, H, Tq, Tk), so the backward needs neither Q K^T nor the
+  // softmax again, and q, k, v themselves (detached).
+  Tensor p = Tensor::empty(p_shape, q.dtype());
+  Tensor out = Tensor::empty(q.shape(), q.dtype());
+  if (s.D > 0 && s.Tq > 0) {
+    dispatch(q.dtype(), [&](auto z) {
+      using T = decltype(z);
+      const T *qp = q.data<T>(), *kp = k.data<T>(), *vp = v.data<T>();
+      T *pp = p.data<T>(), *op = out.data<T>();
+      for_each_head(s, [&](int64_t h0, int64_t h1) {
+        for (int64_t h = h0; h < h1; ++h)
+          attention_head_forward(qp + h * s.Tq * s.D, kp + h * s.Tk * s.D, vp + h * s.Tk * s.D,
+                                 pp + h * s.Tq * s.Tk, op + h * s.Tq * s.D, s, scale);
+      });
+    });
+  } else {
+    std::fill_n(static_cast<char*>(out.raw_data()), out.numel() * dtype_size(out.dtype()), 0);
+  }
+  // Two products of 2*Tq*Tk*D each; the softmax (max, subtract, exp, sum, scale) 5*Tq*Tk.
+  const double pairs = double(s.heads) * double(s.Tq) * double(s.Tk);
+  add_flops(4.0 * pairs * double(s.D), true);
+  add_flops(5.0 * pairs);
+  if (!any_requires_grad({q, k, v}))
+    return record("scaled_dot_product_attention", out, {q, k, v}, nullptr);
+  const bool need_q = needs_grad(q), need_k = needs_grad(k), need_v = needs_grad(v);
+  Tensor qs = q.detach(), ks = k.detach(), vs = v.detach();
+  return record("scaled_dot_product_attention", out, {q, k, v}, [=](const Tensor& g) {
+    const bool empty = s.D == 0 || s.Tq == 0;  // nothing flows: the gradients are zero
+    auto grad_like = [&](bool need, const Tensor& t) {
+      if (!need) return Tensor();
+      return empty ? zeros(t.shape(), g.dtype()) : Tensor::empty(t.shape(), g.dtype());
+    };
+    Tensor dq = grad_like(need_q, qs), dk = grad_like(need_k, ks), dv = grad_like(need_v, vs);
+    if (empty) return std::vector<Tensor>{dq, dk, dv};
+    dispatch(g.dtype(), [&](auto z) {
+      using T = decltype(z);
+      const T *qp = qs.data<T>(), *kp = ks.data<T>(), *vp = vs.data<T>();
+      const T *pp = p.data<T>(), *gp = g.data<T>();
+      T* dqp = need_q ? dq.data<T>() : nullptr;
+      T* dkp = need_k ? dk.data<T>() : nullptr;
+      T* dvp = need_v ? dv.data<T>() : nullptr;
+      for_each_head(s, [&](int64_t h0, int64_t h1) {
+        std::vector<T> ds(s.Tq * s.Tk);  // dP, then dS, of one head
+        for (int64_t h = h0; h < h1; ++h) {
+          const int64_t qo = h * s.Tq * s.D, ko = h * s.Tk * s.D;
+          attention_head_backward(qp + qo, kp + ko, vp + ko, pp + h * s.Tq * s.Tk, gp + qo,
+                                  dqp ? dqp + qo : nullptr, dkp ? dkp + ko : nullptr,
+                                  dvp ? dvp + ko : nullptr, ds.data(), s, scale);
+        }
+      });
+    });
+    return std::vector<Tensor>{dq, dk, dv};
+  });
+}
+
+}  // namespace vg

@@ -1,0 +1,256 @@
+// Matrix products on OpenBLAS sgemm/dgemm: matmul (batched, broadcast, transposed operands
+// read in place) and linear (x W^T + b, PyTorch's weight layout).
+//
+// Both backward passes are themselves matmul calls with trans flags, so no transposed copy
+// is ever made, and each product costs exactly one gemm per batch element.
+//
+// Threads: a batch of products runs in parallel, one product per task, when each product is
+// small enough that OpenBLAS (pthread build) computes it on one thread (m*n*k below
+// 65536 * 4); bigger products run one after the other and OpenBLAS threads each of them, so
+// the machine is never oversubscribed. A product is the same gemm call either way, so the
+// bits do not depend on the thread count.
+#include <cblas.h>
+
+#include <algorithm>
+#include <climits>
+#include <type_traits>
+#include <vector>
+
+#include "engine/autograd.h"
+#include "engine/ops.h"
+#include "engine/parallel.h"
+
+namespace vg {
+namespace {
+
+// Row-major C (m x n) = alpha * op(A) op(B) + beta * C, op = transpose when ta / tb.
+// Handles the empty cases that cblas rejects (a zero leading dimension) or skips (k = 0).
+template <class T>
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
+          const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == T(0) ? T(0) : beta * c[i * ldc + j];
+    return;
+  }
+  const CBLAS_TRANSPOSE opa = ta ? CblasTrans : CblasNoTrans, opb = tb ? CblasTrans : CblasNoTrans;
+  if constexpr (std::is_same_v<T, float>)
+    cblas_sgemm(CblasRowMajor, opa, opb, int(m), int(n), int(k), alpha, a, int(lda), b, int(ldb),
+                beta, c, int(ldc));
+  else
+    cblas_dgemm(CblasRowMajor, opa, opb, int(m), int(n), int(k), alpha, a, int(lda), b, int(ldb),
+                beta, c, int(ldc));
+}
+
+// OpenBLAS computes a product below this m*n*k on a single thread.
+constexpr double kSingleThreadedGemm = 65536.0 * 4;
+
+bool needs_grad(const Tensor& t) {
+  return t.defined() && (t.requires_grad() || t.grad_fn());
+}
+
+// The shapes of one matmul call: op(a) is (M, K), op(b) is (K, N), over `batch` (the
+// broadcast leading axes). a_index / b_index give, per output batch element, which matrix
+// of a / b it reads (a broadcast operand is read in place, never copied).
+struct MatmulPlan {
+  int64_t M = 0, N = 0, K = 0;
+  Shape batch, out_shape;
+  std::vector<int64_t> a_index, b_index;
+  bool folded = false;  // b is one matrix and a is not transposed: one gemm over all rows
+};
+
+MatmulPlan plan_matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
+  check(a.defined() && b.defined(), "matmul: undefined operand");
+  auto operands = [&] {
+    return cat_str("a ", shape_str(a.shape()), ", b ", shape_str(b.shape()),
+                   ", trans_a=", ta ? "true" : "false", ", trans_b=", tb ? "true" : "false");
+  };
+  check(a.dim() >= 2 && b.dim() >= 2, "matmul: both operands need rank >= 2 (", operands(), ")");
+  check(a.dtype() == b.dtype(), "matmul: operands have dtypes ", dtype_name(a.dtype()), " and ",
+        dtype_name(b.dtype()), " (", operands(), "); convert one with .to()");
+  MatmulPlan p;
+  p.M = ta ? a.size(-1) : a.size(-2);
+  const int64_t Ka = ta ? a.size(-2) : a.size(-1);
+  const int64_t Kb = tb ? b.size(-1) : b.size(-2);
+  p.N = tb ? b.size(-2) : b.size(-1);
+  check(Ka == Kb, "matmul: inner sizes differ: ", operands(), ", K=", Ka, " in a and K=", Kb,
+        " in b");
+  p.K = Ka;
+  for (int64_t d : {a.size(-2), a.size(-1), b.size(-2), b.size(-1)})
+    check(d < INT_MAX, "matmul: a matrix axis of ", d, " exceeds the BLAS int range (", operands(),
+          ")");
+
+  // Broadcast the batch axes, aligned from the right; stride 0 where an operand repeats.
+  const Shape ab(a.shape().begin(), a.shape().end() - 2),
+      bb(b.shape().begin(), b.shape().end() - 2);
+  const size_t rank = std::max(ab.size(), bb.size());
+  std::vector<int64_t> sa(rank, 0), sb(rank, 0);
+  p.batch.assign(rank, 1);
+  int64_t stride_a = 1, stride_b = 1;
+  for (size_t i = rank; i-- > 0;) {
+    const int64_t da = i + ab.size() >= rank ? ab[i + ab.size() - rank] : 1;
+    const int64_t db = i + bb.size() >= rank ? bb[i + bb.size() - rank] : 1;
+    check(da == db || da == 1 || db == 1, "matmul: batch axes do not broadcast (", operands(), ")");
+    p.batch[i] = da == 1 ? db : da;
+    sa[i] = da == 1 ? 0 : stride_a;
+    sb[i] = db == 1 ? 0 : stride_b;
+    stride_a *= da;
+    stride_b *= db;
+  }
+  p.out_shape = p.batch;
+  p.out_shape.push_back(p.M);
+  p.out_shape.push_back(p.N);
+  p.folded = stride_b == 1 && !ta && stride_a * p.M < INT_MAX;
+  if (p.folded) return p;
+  const int64_t count = shape_numel(p.batch);
+  p.a_index.resize(count);
+  p.b_index.resize(count);
+  for (int64_t n = 0; n < count; ++n) {
+    int64_t rest = n, ia = 0, ib = 0;
+    for (size_t i = rank; i-- > 0;) {
+      const int64_t idx = rest % p.batch[i];
+      rest /= p.batch[i];
+      ia += idx * sa[i];
+      ib += idx * sb[i];
+    }
+    p.a_index[n] = ia;
+    p.b_index[n] = ib;
+  }
+  return p;
+}
+
+// out = op(a) op(b) as planned: one gemm over the folded rows, or one per batch element.
+Tensor matmul_values(const Tensor& a, const Tensor& b, bool ta, bool tb, const MatmulPlan& p) {
+  Tensor out = Tensor::empty(p.out_shape, a.dtype());
+  const int64_t lda = a.size(-1), ldb = b.size(-1);
+  const int64_t count = shape_numel(p.batch);
+  dispatch(a.dtype(), [&](auto z) {
+    using T = decltype(z);
+    const T *pa = a.data<T>(), *pb = b.data<T>();
+    T* pc = out.data<T>();
+    if (p.folded) {  // a as (batch*M, K) times the one matrix of b
+      gemm<T>(false, tb, count * p.M, p.N, p.K, 1, pa, lda, pb, ldb, 0, pc, p.N);
+      return;
+    }
+    const int64_t a_size = a.size(-2) * a.size(-1), b_size = b.size(-2) * b.size(-1);
+    auto run = [&](int64_t n0, int64_t n1) {
+      for (int64_t n = n0; n < n1; ++n)
+        gemm<T>(ta, tb, p.M, p.N, p.K, 1, pa + p.a_index[n] * a_size, lda,
+                pb + p.b_index[n] * b_size, ldb, 0, pc + n * p.M * p.N, p.N);
+    };
+    // A task gets enough small products (about 32k multiply-adds) to pay for its thread.
+    const double work = std::max(1.0, double(p.M) * p.N * p.K);
+    if (work < kSingleThreadedGemm)
+      parallel_for(count, int64_t(1 + 32768 / work), run);
+    else
+      run(0, count);
+  });
+  add_flops(2.0 * double(count) * p.M * p.N * p.K, /*is_matmul=*/true);
+  return out;
+}
+
+}  // namespace
+
+// C = op(A) op(B). Saved for backward: A (for dB) and B (for dA), only where the other
+// operand needs a gradient.
+//   no trans:  C = A B      dA = dC B^T        dB = A^T dC
+//   trans_a:   C = A^T B    dA = B dC^T        dB = A dC
+//   trans_b:   C = A B^T    dA = dC B          dB = dC^T A
+//   both:      C = A^T B^T  dA = B^T dC^T      dB = dC^T A^T
+// Each is one matmul with trans flags. Where an operand was broadcast over the batch its
+// gradient comes back in the broadcast shape and the engine sums it down; on the folded
+// path (b one matrix) dB is a single gemm over all the folded rows instead.
+Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
+  const MatmulPlan p = plan_matmul(a, b, trans_a, trans_b);
+  Tensor out = matmul_values(a, b, trans_a, trans_b, p);
+  if (!any_requires_grad({a, b})) return record("matmul", out, {a, b}, nullptr);
+  const bool need_a = needs_grad(a), need_b = needs_grad(b), ta = trans_a, tb = trans_b;
+  const Tensor as = need_b ? a.detach() : Tensor(), bs = need_a ? b.detach() : Tensor();
+  const Shape a_shape = a.shape(), b_shape = b.shape();
+  const bool folded = p.folded;
+  return record("matmul", out, {a, b}, [=](const Tensor& g) {
+    Tensor da, db;
+    if (folded) {
+      // Fold a and dC to (rows, K) and (rows, N); b is viewed as its one matrix.
+      const int64_t K = a_shape.back(),
+                    rows = shape_numel(Shape(a_shape.begin(), a_shape.end() - 1));
+      const Tensor g2 = g.reshape({rows, g.size(-1)});
+      if (need_a) {
+        const Tensor b2 = bs.reshape({bs.size(-2), bs.size(-1)});
+        da = matmul(g2, b2, false, !tb).reshape(a_shape);
+      }
+      if (need_b) {
+        const Tensor a2 = as.reshape({rows, K});
+        db = (tb ? matmul(g2, a2, true, false) : matmul(a2, g2, true, false)).reshape(b_shape);
+      }
+    } else {
+      if (need_a) da = ta ? matmul(bs, g, tb, true) : matmul(g, bs, false, !tb);
+      if (need_b) db = tb ? matmul(g, as, true, ta) : matmul(as, g, !ta, false);
+    }
+    return std::vector<Tensor>{da, db};
+  });
+}
+
+// y = x W^T + b over the rows of x folded to (rows, in). Saved for backward: x (for dW) and
+// W (for dx), only where the other needs a gradient; the bias needs nothing.
+//   dx = dy W        one gemm (rows, out) x (out, in)
+//   dW = dy^T x      one gemm over all rows, (out, in)
+//   db = sum_rows dy deterministic, accumulated in double
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  check(x.defined() && weight.defined(), "linear: undefined input or weight");
+  const bool has_bias = bias.defined();
+  auto operands = [&] {
+    return cat_str("x ", shape_str(x.shape()), ", weight ", shape_str(weight.shape()), ", bias ",
+                   has_bias ? shape_str(bias.shape()) : std::string("none"));
+  };
+  check(weight.dim() == 2, "linear: weight must be (out, in) (", operands(), ")");
+  const int64_t out_features = weight.size(0), in_features = weight.size(1);
+  check(x.dim() >= 1 && x.size(-1) == in_features, "linear: x's last axis is ",
+        x.dim() >= 1 ? x.size(-1) : 0, ", expected in=", in_features, " (", operands(), ")");
+  check(!has_bias || (bias.dim() == 1 && bias.size(0) == out_features),
+        "linear: bias must be (out)=[", out_features, "] (", operands(), ")");
+  check(x.dtype() == weight.dtype() && (!has_bias || bias.dtype() == x.dtype()),
+        "linear: x, weight and bias must share a dtype (x ", dtype_name(x.dtype()), ", weight ",
+        dtype_name(weight.dtype()), has_bias ? cat_str(", bias ", dtype_name(bias.dtype())) : "",
+        ")");
+  const int64_t rows = shape_numel(Shape(x.shape().begin(), x.shape().end() - 1));
+  check(rows < INT_MAX && in_features < INT_MAX && out_features < INT_MAX,
+        "linear: sizes exceed the BLAS int range (", operands(), ")");
+
+  Shape out_shape = x.shape();
+  out_shape.back() = out_features;
+  Tensor out = Tensor::empty(out_shape, x.dtype());
+  dispatch(x.dtype(), [&](auto z) {
+    using T = decltype(z);
+    T* y = out.data<T>();
+    gemm<T>(false, true, rows, out_features, in_features, 1, x.data<T>(), in_features,
+            weight.data<T>(), in_features, 0, y, out_features);
+    if (!has_bias) return;
+    const T* b = bias.data<T>();
+    parallel_for(rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(out_features, 1)),
+                 [&](int64_t r0, int64_t r1) {
+                   for (int64_t r = r0; r < r1; ++r)
+                     for (int64_t o = 0; o < out_features; ++o) y[r * out_features + o] += b[o];
+                 });
+  });
+  add_flops(2.0 * double(rows) * in_features * out_features, /*is_matmul=*/true);
+  if (has_bias) add_flops(double(rows) * out_features);
+
+  const std::vector<Tensor> inputs =
+      has_bias ? std::vector<Tensor>{x, weight, bias} : std::vector<Tensor>{x, weight};
+  if (!any_requires_grad(inputs)) return record("linear", out, inputs, nullptr);
+  const bool need_x = needs_grad(x), need_w = needs_grad(weight), need_b = needs_grad(bias);
+  const Tensor xs = need_w ? x.detach() : Tensor(), ws = need_x ? weight.detach() : Tensor();
+  const Shape x_shape = x.shape();
+  return record("linear", out, inputs, [=](const Tensor& g) {
+    const Tensor g2 = g.reshape({rows, out_features});
+    std::vector<Tensor> grads(has_bias ? 3 : 2);
+    if (need_x) grads[0] = matmul(g2, ws).reshape(x_shape);
+    if (need_w) grads[1] = matmul(g2, xs.reshape({rows, in_features}), true, false);
+    if (need_b) grads[2] = sum(g2, {0});
+    return grads;
+  });
+}
+
+}  // namespace vg

@@ -1,0 +1,26 @@
+// GELU as a module, so it appears in a model's tree (timm's Mlp has an "act" child).
+#pragma once
+
+#include "engine/ops.h"
+#include "layers/module.h"
+
+namespace vg::nn {
+
+class GELU : public Module {
+ public:
+  // none: the exact erf form (timm's nn.GELU() default); tanh: the approximation.
+  explicit GELU(GeluApprox approx = GeluApprox::none);
+
+  Tensor forward(const Tensor& x);
+  Tensor operator()(const Tensor& x) { return forward(x); }
+
+  // Per element: 8 for the erf form, 10 for the tanh form (the counts the op records).
+  double flop_count(const Shape& input_shape) const override;
+
+  GeluApprox approx() const { return approx_; }
+
+ private:
+  GeluApprox approx_;
+};
+
+}  // namespace vg::nn

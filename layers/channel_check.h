@@ -1,0 +1,34 @@
+// The shape checks that every channel-wise layer runs first, so a wrong input is a readable
+// vg::Error naming the layer and the shape, never a crash or a silent broadcast:
+//   "LayerScale(dim=768): input last axis is 512, expected 768 (input shape [2,196,512])"
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "engine/error.h"
+#include "engine/tensor.h"
+
+namespace vg::nn {
+
+// Throws unless input_shape[axis] == expected; `layer` is how the layer names itself,
+// e.g. "LayerScale(dim=768)". A negative axis counts from the end (-1: the last axis).
+inline void check_channels(const std::string& layer, const Shape& input_shape, int64_t axis,
+                           int64_t expected) {
+  const int64_t rank = static_cast<int64_t>(input_shape.size());
+  const int64_t k = axis < 0 ? axis + rank : axis;
+  check(k >= 0 && k < rank, layer, ": input has no channel axis ", axis, " (input shape ",
+        shape_str(input_shape), ")");
+  const std::string which = axis == -1 ? "last axis" : "axis " + std::to_string(axis);
+  check(input_shape[k] == expected, layer, ": input ", which, " is ", input_shape[k], ", expected ",
+        expected, " (input shape ", shape_str(input_shape), ")");
+}
+
+// The number of rows (tokens) of a channels-last shape: the product of all but the last axis.
+inline int64_t num_rows(const Shape& input_shape) {
+  int64_t n = 1;
+  for (size_t i = 0; i + 1 < input_shape.size(); ++i) n *= input_shape[i];
+  return n;
+}
+
+}  // namespace vg::nn

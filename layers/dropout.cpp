@@ -1,0 +1,60 @@
+#include "layers/dropout.h"
+
+#include "engine/ops.h"
+
+namespace vg::nn {
+
+// --- Dropout ---------------------------------------------------------------------------------
+
+Dropout::Dropout(double p, std::shared_ptr<Rng> rng)
+    : Module("Dropout"), p_(p), rng_(std::move(rng)) {
+  check(p >= 0 && p < 1, "Dropout(p=", p, "): p must be in [0, 1)");
+  check(p == 0 || rng_ != nullptr, "Dropout(p=", p, "): needs a random generator");
+}
+
+Tensor Dropout::forward(const Tensor& x) {
+  auto scope = enter();
+  if (!is_training() || p_ == 0) return x;
+  return dropout(x, p_, *rng_, true);
+}
+
+double Dropout::flop_count(const Shape& input_shape) const {
+  return is_training() && p_ > 0 ? double(shape_numel(input_shape)) : 0.0;
+}
+
+// --- DropPath --------------------------------------------------------------------------------
+
+DropPath::DropPath(double drop_prob, std::shared_ptr<Rng> rng)
+    : Module("DropPath"), drop_prob_(drop_prob), rng_(std::move(rng)) {
+  check(drop_prob >= 0 && drop_prob < 1, describe(), ": drop_prob must be in [0, 1)");
+  check(drop_prob == 0 || rng_ != nullptr, describe(), ": needs a random generator");
+}
+
+std::string DropPath::describe() const {
+  return cat_str("DropPath(drop_prob=", drop_prob_, ")");
+}
+
+Tensor DropPath::forward(const Tensor& x) {
+  auto scope = enter();
+  if (!is_training() || drop_prob_ == 0) return x;
+  check(x.dim() >= 1, describe(), ": input must have a batch axis, got shape ",
+        shape_str(x.shape()));
+  // The mask (B, 1, ..., 1) holds 0 or 1/keep per sample and broadcasts over the rest;
+  // mul's backward then reuses it: dx = dy * mask.
+  const double keep = 1.0 - drop_prob_;
+  Shape mask_shape(x.dim(), 1);
+  mask_shape[0] = x.size(0);
+  Tensor mask = Tensor::empty(mask_shape, x.dtype());
+  dispatch(x.dtype(), [&](auto z) {
+    using T = decltype(z);
+    T* m = mask.data<T>();
+    for (int64_t b = 0; b < x.size(0); ++b) m[b] = rng_->bernoulli(keep) ? T(1.0 / keep) : T(0);
+  });
+  return mul(x, mask);
+}
+
+double DropPath::flop_count(const Shape& input_shape) const {
+  return is_training() && drop_prob_ > 0 ? double(shape_numel(input_shape)) : 0.0;
+}
+
+}  // namespace vg::nn

@@ -1,0 +1,47 @@
+#include "layers/global_response_norm.h"
+
+#include "engine/ops.h"
+#include "layers/channel_check.h"
+
+namespace vg::nn {
+
+GlobalResponseNorm::GlobalResponseNorm(int64_t dim, double eps)
+    : Module("GlobalResponseNorm"), dim_(dim), eps_(eps) {
+  check(dim > 0, describe(), ": dim must be positive");
+  check(eps >= 0, describe(), ": eps must be >= 0, got ", eps);
+  gamma_ = register_parameter("gamma", zeros({dim}), {.no_weight_decay = true});
+  beta_ = register_parameter("beta", zeros({dim}), {.no_weight_decay = true});
+}
+
+std::string GlobalResponseNorm::describe() const {
+  return cat_str("GlobalResponseNorm(dim=", dim_, ")");
+}
+
+void GlobalResponseNorm::check_input(const Shape& input_shape) const {
+  // Without a spatial axis the norm would run over nothing but the channel itself.
+  check(input_shape.size() >= 3, describe(), ": input must be (B, spatial..., C) with at least ",
+        "one spatial axis, got shape ", shape_str(input_shape));
+  check_channels(describe(), input_shape, -1, dim_);
+}
+
+Tensor GlobalResponseNorm::forward(const Tensor& x) {
+  auto scope = enter();
+  check_input(x.shape());
+  return global_response_norm(x, gamma_, beta_, eps_);
+}
+
+double GlobalResponseNorm::flop_count(const Shape& input_shape) const {
+  check_input(input_shape);
+  return flop_count(num_rows(input_shape));
+}
+
+double GlobalResponseNorm::flop_count(int64_t num_tokens) const {
+  return 6.0 * double(num_tokens) * dim_;
+}
+
+Shape GlobalResponseNorm::output_shape(const Shape& input_shape) const {
+  check_input(input_shape);
+  return input_shape;
+}
+
+}  // namespace vg::nn

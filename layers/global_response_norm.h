@@ -1,0 +1,42 @@
+// Global Response Normalization (ConvNeXt V2), for tokens and images channels-last:
+//   g = L2 norm over the spatial axes (every axis but batch and channel), per sample and
+//   channel; n = g / (mean_C g + eps); y = gamma * (x * n) + beta + x.
+// gamma and beta start at zero, so the layer starts as the identity.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "layers/module.h"
+
+namespace vg::nn {
+
+class GlobalResponseNorm : public Module {
+ public:
+  // gamma, beta (dim) zeros, without weight decay.
+  explicit GlobalResponseNorm(int64_t dim, double eps = 1e-6);
+
+  // x (B, spatial..., dim) with at least one spatial axis: (B, T, C) or (B, H, W, C).
+  Tensor forward(const Tensor& x);
+  Tensor operator()(const Tensor& x) { return forward(x); }
+
+  // 6 * num_tokens * dim, num_tokens = B x spatial (square and sum 2, affine and residual 4).
+  double flop_count(const Shape& input_shape) const override;
+  double flop_count(int64_t num_tokens) const;
+  Shape output_shape(const Shape& input_shape) const override;
+
+  const Tensor& gamma() const { return gamma_; }
+  const Tensor& beta() const { return beta_; }
+  int64_t dim() const { return dim_; }
+  double eps() const { return eps_; }
+
+ private:
+  std::string describe() const;  // "GlobalResponseNorm(dim=256)"
+  void check_input(const Shape& input_shape) const;
+
+  int64_t dim_;
+  double eps_;
+  Tensor gamma_, beta_;
+};
+
+}  // namespace vg::nn

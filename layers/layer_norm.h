@@ -1,0 +1,37 @@
+// LayerNorm over the last axis, as timm's (eps 1e-6, biased variance, eps inside the sqrt).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "layers/module.h"
+
+namespace vg::nn {
+
+class LayerNorm : public Module {
+ public:
+  // weight (dim) ones, bias (dim) zeros, both without weight decay.
+  explicit LayerNorm(int64_t dim, double eps = 1e-6);
+
+  // x (..., dim) -> (..., dim), normalised per row.
+  Tensor forward(const Tensor& x);
+  Tensor operator()(const Tensor& x) { return forward(x); }
+
+  // About 8 per element: mean, centre, square and sum, scale by rstd, weight and bias.
+  double flop_count(const Shape& input_shape) const override;
+  Shape output_shape(const Shape& input_shape) const override;
+
+  const Tensor& weight() const { return weight_; }
+  const Tensor& bias() const { return bias_; }
+  int64_t dim() const { return dim_; }
+  double eps() const { return eps_; }
+
+ private:
+  std::string describe() const;  // "LayerNorm(dim=64)"
+
+  int64_t dim_;
+  double eps_;
+  Tensor weight_, bias_;
+};
+
+}  // namespace vg::nn

@@ -1,0 +1,39 @@
+#include "layers/layer_scale.h"
+
+#include "engine/ops.h"
+#include "layers/channel_check.h"
+
+namespace vg::nn {
+
+LayerScale::LayerScale(int64_t dim, double init_value)
+    : Module("LayerScale"), dim_(dim), init_value_(init_value) {
+  check(dim > 0, describe(), ": dim must be positive");
+  gamma_ = register_parameter("gamma", full({dim}, init_value), {.no_weight_decay = true});
+}
+
+std::string LayerScale::describe() const {
+  return cat_str("LayerScale(dim=", dim_, ")");
+}
+
+Tensor LayerScale::forward(const Tensor& x) {
+  auto scope = enter();
+  check_channels(describe(), x.shape(), -1, dim_);
+  // Out of place (never timm's inplace mul_): x may be saved for another op's backward.
+  return channel_affine(x, gamma_);
+}
+
+double LayerScale::flop_count(const Shape& input_shape) const {
+  check_channels(describe(), input_shape, -1, dim_);
+  return flop_count(num_rows(input_shape));
+}
+
+double LayerScale::flop_count(int64_t num_tokens) const {
+  return double(num_tokens) * dim_;
+}
+
+Shape LayerScale::output_shape(const Shape& input_shape) const {
+  check_channels(describe(), input_shape, -1, dim_);
+  return input_shape;
+}
+
+}  // namespace vg::nn

@@ -1,0 +1,62 @@
+// LearnableScaler (nghiemtuan/LearnableScaler): a drop-in replacement of LayerNorm that only
+// scales and shifts each channel, y = a * x + b, with a drawn from N(0, 1).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "engine/rng.h"
+#include "layers/module.h"
+
+namespace vg::nn {
+
+// Channels last: x (..., C), any rank.
+class LearnableScaler : public Module {
+ public:
+  // a (C) ~ N(0, 1) from rng (ones when ones_init), b (C) zeros; both without weight decay.
+  LearnableScaler(int64_t num_channels, Rng& rng, bool ones_init = false);
+
+  Tensor forward(const Tensor& x);
+  Tensor operator()(const Tensor& x) { return forward(x); }
+
+  // 2 * num_tokens * C, num_tokens being every axis but the last.
+  double flop_count(const Shape& input_shape) const override;
+  double flop_count(int64_t num_tokens) const;
+  Shape output_shape(const Shape& input_shape) const override;
+
+  const Tensor& a() const { return a_; }
+  const Tensor& b() const { return b_; }
+  int64_t num_channels() const { return num_channels_; }
+
+ private:
+  std::string describe() const;  // "LearnableScaler(num_channels=64)"
+
+  int64_t num_channels_;
+  Tensor a_, b_;
+};
+
+// Channels first: x (B, C, H, W), y = a[None,:,None,None] * x + b[None,:,None,None].
+class LearnableScaler2d : public Module {
+ public:
+  LearnableScaler2d(int64_t num_channels, Rng& rng, bool ones_init = false);
+
+  Tensor forward(const Tensor& x);
+  Tensor operator()(const Tensor& x) { return forward(x); }
+
+  // 2 * B * H * W * C.
+  double flop_count(const Shape& input_shape) const override;
+  Shape output_shape(const Shape& input_shape) const override;
+
+  const Tensor& a() const { return a_; }
+  const Tensor& b() const { return b_; }
+  int64_t num_channels() const { return num_channels_; }
+
+ private:
+  std::string describe() const;  // "LearnableScaler2d(num_channels=64)"
+  void check_input(const Shape& input_shape) const;
+
+  int64_t num_channels_;
+  Tensor a_, b_;
+};
+
+}  // namespace vg::nn

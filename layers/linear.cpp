@@ -1,0 +1,44 @@
+#include "layers/linear.h"
+
+#include "engine/ops.h"
+#include "layers/channel_check.h"
+
+namespace vg::nn {
+
+Linear::Linear(int64_t in_features, int64_t out_features, bool bias, Rng& rng)
+    : Module("Linear"), in_features_(in_features), out_features_(out_features) {
+  check(in_features > 0 && out_features > 0, describe(), ": sizes must be positive");
+  // timm's trunc_normal_(std=.02) with absolute bounds +-2: in practice a plain N(0, .02^2).
+  weight_ = register_parameter(
+      "weight", trunc_normal({out_features, in_features}, rng, 0.0, 0.02, -2.0, 2.0));
+  if (bias) bias_ = register_parameter("bias", zeros({out_features}), {.no_weight_decay = true});
+}
+
+std::string Linear::describe() const {
+  return cat_str("Linear(in_features=", in_features_, ", out_features=", out_features_, ")");
+}
+
+void Linear::check_input(const Shape& input_shape) const {
+  check_channels(describe(), input_shape, -1, in_features_);
+}
+
+Tensor Linear::forward(const Tensor& x) {
+  auto scope = enter();
+  check_input(x.shape());
+  return linear(x, weight_, bias_);
+}
+
+double Linear::flop_count(const Shape& input_shape) const {
+  check_input(input_shape);
+  const double rows = double(num_rows(input_shape));
+  return 2.0 * rows * in_features_ * out_features_ + (bias_.defined() ? rows * out_features_ : 0);
+}
+
+Shape Linear::output_shape(const Shape& input_shape) const {
+  check_input(input_shape);
+  Shape out = input_shape;
+  out.back() = out_features_;
+  return out;
+}
+
+}  // namespace vg::nn
