@@ -110,4 +110,10 @@ Tensor channel_affine(const Tensor& x, const Tensor& scale, const Tensor& shift 
 Tensor global_response_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                             double eps = 1e-6);
 
+// --- patches (ops/patch.cpp) -----------------------------------------------------------
+// Images (B, H, W, C) -> (B, (H/p)(W/p), C*p*p): non-overlapping p x p patches in row-major
+// (h, w) order, each flattened in (c, i, j) order, so that a conv weight [E, C, p, p] viewed
+// as [E, C*p*p] applied with `linear` equals a stride-p convolution (timm's PatchEmbed).
+Tensor patchify(const Tensor& images, int64_t patch_size);
+
 }  // namespace vg

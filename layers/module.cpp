@@ -1,6 +1,7 @@
 #include "layers/module.h"
 
 #include <cstring>
+#include <utility>
 
 namespace vg::nn {
 
@@ -33,6 +34,19 @@ void Module::replace_module(const std::string& name, std::shared_ptr<Module> mod
   throw Error(cat_str(type_name_, ": no child module '", name, "' to replace"));
 }
 
+void Module::insert_module_after(const std::string& after, const std::string& name,
+                                 std::shared_ptr<Module> module) {
+  add_child(name, module);  // validates and names it, at the end
+  auto added = std::move(children_.back());
+  children_.pop_back();
+  for (auto it = children_.begin(); it != children_.end(); ++it)
+    if (it->first == after) {
+      children_.insert(it + 1, std::move(added));
+      return;
+    }
+  throw Error(cat_str(type_name_, ": no child module '", after, "' to insert after"));
+}
+
 void Module::collect_parameters(const std::string& prefix, ParameterList& out) const {
   for (const Entry& e : parameters_)
     out.push_back({prefix + e.name, e.tensor, e.tags.no_weight_decay});
@@ -56,6 +70,13 @@ std::vector<std::pair<std::string, const Module*>> Module::named_modules() const
   for (const auto& [n, m] : children_)
     for (const auto& [sub, mod] : m->named_modules())
       out.emplace_back(sub.empty() ? n : n + "." + sub, mod);
+  return out;
+}
+
+std::vector<std::pair<std::string, Module*>> Module::named_modules() {
+  std::vector<std::pair<std::string, Module*>> out;
+  for (const auto& [path, m] : std::as_const(*this).named_modules())
+    out.emplace_back(path, const_cast<Module*>(m));
   return out;
 }
 

@@ -45,6 +45,7 @@ class Module {
   std::vector<Tensor> parameters() const;
   // This module ("") and every descendant with its dotted path.
   std::vector<std::pair<std::string, const Module*>> named_modules() const;
+  std::vector<std::pair<std::string, Module*>> named_modules();
   const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& children() const {
     return children_;
   }
@@ -75,8 +76,12 @@ class Module {
     add_child(name, module);
     return module;
   }
-  // Replaces a registered child (e.g. to insert LayerScale into a built model).
+  // Replaces a registered child.
   void replace_module(const std::string& name, std::shared_ptr<Module> module);
+  // Registers a child right after the child `after`, keeping the order that names and
+  // summaries follow (e.g. LayerScale inserted into a built block).
+  void insert_module_after(const std::string& after, const std::string& name,
+                           std::shared_ptr<Module> module);
   // Opens the module-path scope of a forward call: `auto scope = enter();`.
   ModuleScope enter() const { return ModuleScope(name_); }
 

@@ -13,6 +13,14 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+int run_train(const std::vector<std::string>& args);
+int run_eval(const std::vector<std::string>& args);
+// Per-layer table of output shapes, parameters and FLOPs.
+int run_summary(const std::vector<std::string>& args);
+// The autograd graph of one forward pass and loss, as Graphviz DOT.
+int run_graph(const std::vector<std::string>& args);
 int run_demo(const std::vector<std::string>& args);
+// Training curves from metrics.jsonl files as an SVG chart.
+int run_plot(const std::vector<std::string>& args);
 
 }  // namespace vg::tools

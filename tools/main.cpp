@@ -13,7 +13,14 @@ const char* kUsage =
     "usage: vitgrad <command> [options]\n"
     "\n"
     "commands:\n"
-    "  demo    a short tour of the engine: a function, backward() and gradcheck\n"
+    "  train      train a ViT (Fashion-MNIST by default), or resume a run\n"
+    "  eval       loss and accuracy of a checkpoint on a data split\n"
+    "  summary    per-layer output shapes, parameters and forward FLOPs of a model\n"
+    "  gradcheck  the float64 gradient check of every op and layer\n"
+    "  bench      time training steps: images/s, GFLOP/s, peak memory\n"
+    "  plot       training curves from metrics.jsonl files as an SVG chart\n"
+    "  graph      the autograd graph of one forward pass and loss as Graphviz DOT\n"
+    "  demo       a short tour of the engine: a function, backward() and gradcheck\n"
     "\n"
     "`vitgrad <command> --help` describes a command.\n";
 
@@ -27,10 +34,15 @@ int main(int argc, char** argv) {
   const std::string command = argv[1];
   const std::vector<std::string> args(argv + 2, argv + argc);
   try {
+    if (command == "train") return vg::tools::run_train(args);
+    if (command == "eval") return vg::tools::run_eval(args);
+    if (command == "summary") return vg::tools::run_summary(args);
+    if (command == "graph") return vg::tools::run_graph(args);
     if (command == "demo") return vg::tools::run_demo(args);
-    throw vg::tools::UsageError("unknown command '" + command + "' (see vitgrad --help)");
+    if (command == "plot") return vg::tools::run_plot(args);
+    throw vg::tools::UsageError("vitgrad: unknown command '" + command + "' (see vitgrad --help)");
   } catch (const vg::tools::UsageError& e) {
-    std::cerr << "vitgrad: " << e.what() << "\n";
+    std::cerr << e.what() << "\n";  // already "vitgrad <command>: ..."
     return 2;
   } catch (const vg::Error& e) {
     std::cerr << "vitgrad: " << e.what() << "\n";

@@ -39,26 +39,26 @@ bool covers(int label, double x, double y, double cx, double cy, double r, int p
   const double dx = std::abs(x - cx), dy = std::abs(y - cy);
   const int xi = static_cast<int>(x), yi = static_cast<int>(y);
   switch (label) {
-    case 0:
-      return (yi + phase) % period < period / 2;  // horizontal stripes
-    case 1:
-      return (xi + phase) % period < period / 2;  // vertical stripes
-    case 2:
-      return (xi + yi + phase) % period < period / 2;  // diagonal stripes
-    case 3:
-      return dx * dx + dy * dy <= r * r;  // disk
-    case 4:
-      return std::abs(std::sqrt(dx * dx + dy * dy) - r) <= 1.2;  // ring
-    case 5:
-      return std::max(dx, dy) <= 0.8 * r;  // filled square
-    case 6:
-      return std::abs(std::max(dx, dy) - 0.8 * r) <= 1.0;  // square outline
-    case 7:
-      return (dx <= 1.5 && dy <= r) || (dy <= 1.5 && dx <= r);  // plus
-    case 8:
-      return std::abs(dx - dy) <= 1.5 && std::max(dx, dy) <= r;  // diagonal cross
-    default:
-      return ((xi + phase) / period + (yi + phase) / period) % 2 == 0;  // checkerboard
+    case 0:  // horizontal stripes
+      return (yi + phase) % period < period / 2;
+    case 1:  // vertical stripes
+      return (xi + phase) % period < period / 2;
+    case 2:  // diagonal stripes
+      return (xi + yi + phase) % period < period / 2;
+    case 3:  // disk
+      return dx * dx + dy * dy <= r * r;
+    case 4:  // ring
+      return std::abs(std::sqrt(dx * dx + dy * dy) - r) <= 1.2;
+    case 5:  // filled square
+      return std::max(dx, dy) <= 0.8 * r;
+    case 6:  // square outline
+      return std::abs(std::max(dx, dy) - 0.8 * r) <= 1.0;
+    case 7:  // plus
+      return (dx <= 1.5 && dy <= r) || (dy <= 1.5 && dx <= r);
+    case 8:  // diagonal cross
+      return std::abs(dx - dy) <= 1.5 && std::max(dx, dy) <= r;
+    default:  // checkerboard
+      return ((xi + phase) / period + (yi + phase) / period) % 2 == 0;
   }
 }
 

@@ -106,8 +106,9 @@ Schedule Schedule::learnable_scaler(double base_lr, int64_t num_epochs, double f
 
 void Schedule::validate() const {
   const char* kind = schedule_kind_name(kind_);
-  check(finite_at_least(base_lr_, 0) && base_lr_ > 0, "schedule (", kind,
-        "): base_lr must be a finite number > 0, got ", base_lr_);
+  // base_lr 0 is allowed: a run that keeps the weights as initialised.
+  check(finite_at_least(base_lr_, 0), "schedule (", kind,
+        "): base_lr must be a finite number >= 0, got ", base_lr_);
   switch (kind_) {
     case Kind::constant:
       break;
@@ -162,7 +163,7 @@ double Schedule::multiplier(int64_t t) const {
     case Kind::step:
       return std::pow(gamma_, static_cast<double>(t / step_size_));
     case Kind::cosine:
-      return lr(t) / base_lr_;
+      return base_lr_ > 0 ? lr(t) / base_lr_ : 1.0;
     case Kind::learnable_scaler: {
       const double N = static_cast<double>(num_epochs_);
       const auto c = [N](double e) { return (1 + std::cos(M_PI * e / N)) / 2; };

@@ -12,6 +12,7 @@
 #include "engine/data/dataset.h"
 #include "engine/data/idx.h"
 #include "engine/error.h"
+#include "engine/rng.h"
 
 using namespace vg;
 using namespace vg::data;
@@ -397,4 +398,36 @@ TEST_CASE("bad synthetic requests are errors") {
   CHECK_THROWS_WITH_AS(make_synthetic("val", 10, 0), doctest::Contains("unknown split 'val'"),
                        Error);
   CHECK_THROWS_WITH_AS(make_synthetic("train", 0, 0), doctest::Contains("count 0"), Error);
+}
+
+TEST_CASE("random corruptions of IDX files give a vg::Error or a clean read, never a crash") {
+  TempDir dir("fuzz");
+  const std::vector<uint8_t> plain = idx_bytes(kIdxImagesMagic, {6, 4, 3}, pattern(72));
+  write_file(dir / "seed.gz", plain);
+  const std::vector<uint8_t> gz = read_bytes(dir / "seed.gz");
+  Rng rng(2024);
+  int errors = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    std::vector<uint8_t> bytes = trial % 2 ? gz : plain;
+    const int edits = 1 + static_cast<int>(rng.below(4));
+    for (int e = 0; e < edits; ++e) {
+      const size_t at = rng.below(bytes.size());
+      if (rng.bernoulli(0.2))
+        bytes.resize(at);  // truncate
+      else
+        bytes[at] = static_cast<uint8_t>(rng.below(256));
+      if (bytes.empty()) break;
+    }
+    const std::string path = dir / "fuzzed";
+    write_file(path, bytes);
+    INFO("trial ", trial);
+    try {
+      const IdxImages images = read_idx_images(path);
+      CHECK(static_cast<int64_t>(images.pixels.size()) == images.count * images.rows * images.cols);
+    } catch (const Error& e) {
+      ++errors;
+      CHECK(std::string(e.what()).find(path) != std::string::npos);
+    }
+  }
+  CHECK(errors > 200);
 }

@@ -1,0 +1,46 @@
+// Multi-head self-attention as in timm: one fused qkv projection whose output columns are
+// [q (all heads) | k | v] with the heads contiguous inside each, scale head_dim^-0.5, then
+// an output projection. Weights load one-to-one from timm's `attn.qkv` / `attn.proj`.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "engine/rng.h"
+#include "layers/dropout.h"
+#include "layers/linear.h"
+#include "layers/module.h"
+
+namespace vg::nn {
+
+class Attention : public Module {
+ public:
+  // dim must be divisible by num_heads. `dropout` (with drop_rng) acts on the projection's
+  // output, timm's proj_drop.
+  Attention(int64_t dim, int64_t num_heads, bool qkv_bias, Rng& rng, double dropout = 0.0,
+            std::shared_ptr<Rng> drop_rng = nullptr);
+
+  // x (B, T, dim) -> (B, T, dim).
+  Tensor forward(const Tensor& x);
+  Tensor operator()(const Tensor& x) { return forward(x); }
+
+  // qkv and proj products plus 4*B*H*T*T*hd for the two attention products and the softmax.
+  double flop_count(const Shape& input_shape) const override;
+  Shape output_shape(const Shape& input_shape) const override;
+
+  int64_t dim() const { return dim_; }
+  int64_t num_heads() const { return num_heads_; }
+  Linear& qkv() { return *qkv_; }
+  Linear& proj() { return *proj_; }
+
+ private:
+  std::string describe() const;  // "Attention(dim=64, num_heads=4)"
+  void check_input(const Shape& input_shape) const;
+
+  int64_t dim_, num_heads_;
+  std::shared_ptr<Linear> qkv_, proj_;
+  std::shared_ptr<Dropout> proj_drop_;
+};
+
+}  // namespace vg::nn

@@ -1,0 +1,80 @@
+#include "layers/block.h"
+
+#include <cmath>
+
+#include "engine/ops.h"
+#include "layers/layer_norm.h"
+#include "layers/learnable_scaler.h"
+
+namespace vg::nn {
+
+std::shared_ptr<Module> make_norm(NormKind kind, int64_t dim, Rng& rng) {
+  if (kind == NormKind::layernorm) return std::make_shared<LayerNorm>(dim, 1e-6);
+  return std::make_shared<LearnableScaler>(dim, rng);
+}
+
+Tensor apply_norm(Module& norm, const Tensor& x) {
+  if (auto* ln = dynamic_cast<LayerNorm*>(&norm)) return ln->forward(x);
+  if (auto* ls = dynamic_cast<LearnableScaler*>(&norm)) return ls->forward(x);
+  throw Error("apply_norm: " + norm.type_name() + " is not a token norm");
+}
+
+Block::Block(int64_t dim, int64_t num_heads, double mlp_ratio, bool qkv_bias, NormKind norm,
+             double layerscale_init, bool use_grn, double drop_path, double dropout, Rng& rng,
+             std::shared_ptr<Rng> drop_rng)
+    : Module("Block"), dim_(dim) {
+  check(mlp_ratio > 0, "Block: mlp_ratio must be positive, got ", mlp_ratio);
+  const int64_t hidden = static_cast<int64_t>(double(dim) * mlp_ratio);  // timm: int(dim*r)
+  norm1_ = register_module("norm1", make_norm(norm, dim, rng));
+  attn_ = register_module("attn",
+                          std::make_shared<Attention>(dim, num_heads, qkv_bias, rng, dropout, drop_rng));
+  if (layerscale_init != 0)
+    ls1_ = register_module("ls1", std::make_shared<LayerScale>(dim, layerscale_init));
+  drop_path1_ = register_module("drop_path1", std::make_shared<DropPath>(drop_path, drop_rng));
+  norm2_ = register_module("norm2", make_norm(norm, dim, rng));
+  mlp_ = register_module("mlp",
+                         std::make_shared<Mlp>(dim, hidden, use_grn, dropout, rng, drop_rng));
+  if (layerscale_init != 0)
+    ls2_ = register_module("ls2", std::make_shared<LayerScale>(dim, layerscale_init));
+  drop_path2_ = register_module("drop_path2", std::make_shared<DropPath>(drop_path, drop_rng));
+}
+
+Tensor Block::forward(const Tensor& x) {
+  auto scope = enter();
+  Tensor branch = attn_->forward(apply_norm(*norm1_, x));
+  if (ls1_) branch = ls1_->forward(branch);
+  Tensor h = add(x, drop_path1_->forward(branch));
+  branch = mlp_->forward(apply_norm(*norm2_, h));
+  if (ls2_) branch = ls2_->forward(branch);
+  return add(h, drop_path2_->forward(branch));
+}
+
+double Block::flop_count(const Shape& s) const {
+  const double elements = double(shape_numel(s));
+  // Each norm: LayerNorm 8 or LearnableScaler 2 per element (their own counts).
+  double flops = norm1_->flop_count(s) + norm2_->flop_count(s) + attn_->flop_count(s) +
+                 mlp_->flop_count(s) + 2 * elements;  // two residual adds
+  if (ls1_) flops += ls1_->flop_count(s) + ls2_->flop_count(s);
+  flops += drop_path1_->flop_count(s) + drop_path2_->flop_count(s);
+  return flops;
+}
+
+void Block::add_layerscale(double init_value) {
+  check(!ls1_, "Block.add_layerscale: the block already has LayerScale");
+  check(init_value != 0, "Block.add_layerscale: init_value must not be 0");
+  ls1_ = std::make_shared<LayerScale>(dim_, init_value);
+  ls2_ = std::make_shared<LayerScale>(dim_, init_value);
+  // Keep timm's order of children: ... attn, ls1, drop_path1, norm2, mlp, ls2, drop_path2.
+  insert_module_after("attn", "ls1", ls1_);
+  insert_module_after("mlp", "ls2", ls2_);
+  ls1_->train(is_training());
+  ls2_->train(is_training());
+}
+
+void apply_layerscale_to_blocks(Module& model, double init_value) {
+  for (auto& [path, module] : model.named_modules())
+    if (auto* block = dynamic_cast<Block*>(module); block && !block->has_layerscale())
+      block->add_layerscale(init_value);
+}
+
+}  // namespace vg::nn

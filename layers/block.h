@@ -1,0 +1,63 @@
+// The pre-norm transformer block of timm's VisionTransformer:
+//   x = x + drop_path(ls1(attn(norm1(x))))
+//   x = x + drop_path(ls2(mlp(norm2(x))))
+// norm is LayerNorm (eps 1e-6) or LearnableScaler; ls1/ls2 (LayerScale) exist only when
+// LayerScale is on; the MLP may carry a GlobalResponseNorm on its hidden features.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "engine/rng.h"
+#include "layers/attention.h"
+#include "layers/dropout.h"
+#include "layers/layer_scale.h"
+#include "layers/mlp.h"
+#include "layers/module.h"
+
+namespace vg::nn {
+
+enum class NormKind { layernorm, learnable_scaler };
+
+// LayerNorm(dim, 1e-6) or LearnableScaler(dim) (a ~ N(0,1) from rng).
+std::shared_ptr<Module> make_norm(NormKind kind, int64_t dim, Rng& rng);
+// Runs a module made by make_norm.
+Tensor apply_norm(Module& norm, const Tensor& x);
+
+class Block : public Module {
+ public:
+  // layerscale_init 0 means no LayerScale (timm's test on truthiness).
+  Block(int64_t dim, int64_t num_heads, double mlp_ratio, bool qkv_bias, NormKind norm,
+        double layerscale_init, bool use_grn, double drop_path, double dropout, Rng& rng,
+        std::shared_ptr<Rng> drop_rng);
+
+  // x (B, T, dim) -> (B, T, dim).
+  Tensor forward(const Tensor& x);
+  Tensor operator()(const Tensor& x) { return forward(x); }
+
+  double flop_count(const Shape& input_shape) const override;
+
+  // Inserts ls1 and ls2 (gamma = init_value) into a block built without them.
+  void add_layerscale(double init_value);
+  bool has_layerscale() const { return ls1_ != nullptr; }
+  Attention& attn() { return *attn_; }
+  Mlp& mlp() { return *mlp_; }
+  LayerScale* ls1() { return ls1_.get(); }
+  LayerScale* ls2() { return ls2_.get(); }
+  Module& norm1() { return *norm1_; }
+
+ private:
+  int64_t dim_;
+  std::shared_ptr<Module> norm1_, norm2_;
+  std::shared_ptr<Attention> attn_;
+  std::shared_ptr<Mlp> mlp_;
+  std::shared_ptr<LayerScale> ls1_, ls2_;
+  std::shared_ptr<DropPath> drop_path1_, drop_path2_;
+};
+
+// Adds LayerScale to every Block of `model` that has none, keeping all other weights: the
+// model gains 2 x dim parameters per block.
+void apply_layerscale_to_blocks(Module& model, double init_value);
+
+}  // namespace vg::nn

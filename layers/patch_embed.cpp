@@ -1,0 +1,66 @@
+#include "layers/patch_embed.h"
+
+#include <cmath>
+
+#include "engine/ops.h"
+
+namespace vg::nn {
+
+namespace {
+Tensor uniform(const Shape& shape, double bound, Rng& rng) {
+  Tensor t = rand(shape, rng, DType::f64);
+  return (t * (2 * bound) - bound).to(DType::f32);
+}
+}  // namespace
+
+PatchProjection::PatchProjection(int64_t in_chans, int64_t embed_dim, int64_t p, Rng& rng)
+    : Module("PatchProjection") {
+  const double bound = 1.0 / std::sqrt(double(in_chans * p * p));
+  weight_ = register_parameter("weight", uniform({embed_dim, in_chans, p, p}, bound, rng));
+  bias_ = register_parameter("bias", uniform({embed_dim}, bound, rng), {.no_weight_decay = true});
+}
+
+PatchEmbed::PatchEmbed(int64_t img_size, int64_t patch_size, int64_t in_chans,
+                       int64_t embed_dim, Rng& rng)
+    : Module("PatchEmbed"),
+      img_size_(img_size),
+      patch_size_(patch_size),
+      in_chans_(in_chans),
+      embed_dim_(embed_dim) {
+  check(img_size > 0 && patch_size > 0 && in_chans > 0 && embed_dim > 0, describe(),
+        ": sizes must be positive");
+  check(img_size % patch_size == 0, describe(), ": img_size is not divisible by patch_size");
+  proj_ = register_module("proj",
+                          std::make_shared<PatchProjection>(in_chans, embed_dim, patch_size, rng));
+}
+
+std::string PatchEmbed::describe() const {
+  return cat_str("PatchEmbed(img_size=", img_size_, ", patch_size=", patch_size_,
+                 ", in_chans=", in_chans_, ", embed_dim=", embed_dim_, ")");
+}
+
+void PatchEmbed::check_input(const Shape& s) const {
+  check(s.size() == 4 && s[1] == img_size_ && s[2] == img_size_ && s[3] == in_chans_, describe(),
+        ": images must be (B, ", img_size_, ", ", img_size_, ", ", in_chans_, "), got ",
+        shape_str(s));
+}
+
+Tensor PatchEmbed::forward(const Tensor& images) {
+  auto scope = enter();
+  check_input(images.shape());
+  const Tensor& w = proj_->weight();
+  return linear(patchify(images, patch_size_), w.reshape({embed_dim_, -1}), proj_->bias());
+}
+
+double PatchEmbed::flop_count(const Shape& s) const {
+  check_input(s);
+  const double rows = double(s[0]) * double(num_patches());
+  return rows * (2.0 * double(in_chans_ * patch_size_ * patch_size_) + 1.0) * double(embed_dim_);
+}
+
+Shape PatchEmbed::output_shape(const Shape& s) const {
+  check_input(s);
+  return {s[0], num_patches(), embed_dim_};
+}
+
+}  // namespace vg::nn

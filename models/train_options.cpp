@@ -1,0 +1,129 @@
+// TrainOptions as plain data (config.json, checkpoints) and its validation.
+#include <cmath>
+
+#include "engine/error.h"
+#include "models/training.h"
+
+namespace vg {
+namespace {
+
+using nlohmann::json;
+
+template <class T>
+void read(const json& j, const char* key, T& into) {
+  if (!j.contains(key)) return;
+  const json& v = j.at(key);
+  bool ok;
+  if constexpr (std::is_same_v<T, bool>) ok = v.is_boolean();
+  else if constexpr (std::is_integral_v<T>) ok = v.is_number_integer();
+  else if constexpr (std::is_floating_point_v<T>) ok = v.is_number();
+  else ok = v.is_string();
+  check(ok, "training options: '", key, "' has the wrong type (", v.dump(), ")");
+  into = v.get<T>();
+}
+
+}  // namespace
+
+json TrainOptions::to_json() const {
+  return {{"data", data},
+          {"data_dir", data_dir},
+          {"synthetic_train", synthetic_train},
+          {"synthetic_test", synthetic_test},
+          {"epochs", epochs},
+          {"steps", steps},
+          {"batch", batch},
+          {"opt", opt},
+          {"lr", lr},
+          {"wd", wd},
+          {"momentum", momentum},
+          {"sched", sched},
+          {"warmup", warmup},
+          {"min_lr", min_lr},
+          {"sched_factor", sched_factor},
+          {"sched_threshold", sched_threshold},
+          {"clip", clip},
+          {"accum", accum},
+          {"label_smoothing", label_smoothing},
+          {"augment", augment},
+          {"seed", std::to_string(seed)},
+          {"ema", ema},
+          {"init", init},
+          {"save_every", save_every},
+          {"log_every", log_every},
+          {"eval_batch", eval_batch}};
+}
+
+TrainOptions TrainOptions::from_json(const json& j, const ViTConfig& model) {
+  check(j.is_object(), "training options: expected a JSON object");
+  TrainOptions o;
+  const json known = o.to_json();
+  for (const auto& [key, value] : j.items())
+    check(known.contains(key), "training options: unknown key '", key, "'");
+  o.model = model;
+  read(j, "data", o.data);
+  read(j, "data_dir", o.data_dir);
+  read(j, "synthetic_train", o.synthetic_train);
+  read(j, "synthetic_test", o.synthetic_test);
+  read(j, "epochs", o.epochs);
+  read(j, "steps", o.steps);
+  read(j, "batch", o.batch);
+  read(j, "opt", o.opt);
+  read(j, "lr", o.lr);
+  read(j, "wd", o.wd);
+  read(j, "momentum", o.momentum);
+  read(j, "sched", o.sched);
+  read(j, "warmup", o.warmup);
+  read(j, "min_lr", o.min_lr);
+  read(j, "sched_factor", o.sched_factor);
+  read(j, "sched_threshold", o.sched_threshold);
+  read(j, "clip", o.clip);
+  read(j, "accum", o.accum);
+  read(j, "label_smoothing", o.label_smoothing);
+  read(j, "augment", o.augment);
+  std::string seed = std::to_string(o.seed);
+  read(j, "seed", seed);
+  try {
+    size_t used = 0;
+    o.seed = std::stoull(seed, &used);
+    check(used == seed.size(), "");
+  } catch (const std::exception&) {
+    throw Error("training options: 'seed' is not a whole number: " + seed);
+  }
+  read(j, "ema", o.ema);
+  read(j, "init", o.init);
+  read(j, "save_every", o.save_every);
+  read(j, "log_every", o.log_every);
+  read(j, "eval_batch", o.eval_batch);
+  o.validate();
+  return o;
+}
+
+void TrainOptions::validate() const {
+  model.validate();
+  check(data == "fashion-mnist" || data == "synthetic",
+        "--data must be fashion-mnist or synthetic, got '", data, "'");
+  check(synthetic_train > 0 && synthetic_test > 0, "synthetic data sizes must be positive");
+  check(epochs > 0 || steps > 0, "give --epochs or --steps (a positive number)");
+  check(epochs >= 0 && steps >= 0, "--epochs and --steps must not be negative");
+  check(batch > 0 && batch <= 65536, "--batch must be between 1 and 65536, got ", batch);
+  check(opt == "sgd" || opt == "adamw" || opt == "lamb",
+        "--opt must be sgd, adamw or lamb, got '", opt, "'");
+  check(std::isfinite(lr) && lr >= 0, "--lr must be a number >= 0, got ", lr);
+  check(std::isfinite(wd) && wd >= 0, "--wd must be a number >= 0, got ", wd);
+  check(momentum >= 0 && momentum < 1, "--momentum must be in [0, 1), got ", momentum);
+  check(sched == "constant" || sched == "step" || sched == "cosine" || sched == "learnable-scaler",
+        "--sched must be constant, step, cosine or learnable-scaler, got '", sched, "'");
+  check(warmup >= 0, "--warmup must not be negative");
+  check(std::isfinite(min_lr) && min_lr >= 0, "--min-lr must be >= 0");
+  check(sched_factor > 0 && sched_factor <= 1 && sched_threshold > 0 && sched_threshold < 0.66,
+        "the learnable-scaler schedule needs factor in (0, 1] and threshold in (0, 0.66)");
+  check(std::isfinite(clip) && clip >= 0, "--clip must be >= 0 (0: no clipping), got ", clip);
+  check(accum >= 1 && accum <= 1024, "--accum must be between 1 and 1024, got ", accum);
+  check(label_smoothing >= 0 && label_smoothing < 1, "--label-smoothing must be in [0, 1), got ",
+        label_smoothing);
+  check(ema == 0 || (ema > 0 && ema < 1), "--ema must be in (0, 1), got ", ema);
+  check(save_every >= 0 && log_every >= 1 && eval_batch >= 1,
+        "--save-every must be >= 0 and the logging and evaluation intervals >= 1");
+}
+
+}  // namespace vg

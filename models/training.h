@@ -1,0 +1,84 @@
+// Training and evaluation of a ViT: the loop behind `vitgrad train` and `vitgrad eval`.
+//
+// A run writes into its folder: config.json (model and training options), metrics.jsonl
+// (one JSON object per logged step and per epoch), last.json (every --save-every steps and
+// at the end) and best.json (whenever the test accuracy improves). A checkpoint holds the
+// whole state (weights, optimiser, schedule, generators, loader position, step), so a run
+// resumed from it continues with exactly the bits it would have had without stopping.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/data/dataset.h"
+#include "models/vit.h"
+#include "models/vit_config.h"
+
+namespace vg {
+
+struct TrainOptions {
+  ViTConfig model;
+  std::string data = "fashion-mnist";  // "fashion-mnist" | "synthetic"
+  std::string data_dir;                // empty: the dataset-fashion-mnist package's folder
+  int64_t synthetic_train = data::kSyntheticTrainSize;
+  int64_t synthetic_test = data::kSyntheticTestSize;
+  int64_t epochs = 10;
+  int64_t steps = 0;  // > 0: optimiser steps in total, instead of epochs
+  int64_t batch = 128;
+  std::string opt = "adamw";  // "sgd" | "adamw" | "lamb"
+  double lr = 1e-3;
+  double wd = 0.05;
+  double momentum = 0.9;                // SGD
+  std::string sched = "cosine";         // "constant" | "step" | "cosine" | "learnable-scaler"
+  int64_t warmup = 0;                   // warmup steps (cosine)
+  double min_lr = 1e-6;                 // the floor of the cosine
+  double sched_factor = 0.8;            // learnable-scaler schedule
+  double sched_threshold = 0.5;
+  double clip = 0;                      // global grad-norm clip; 0: none
+  int64_t accum = 1;                    // micro-batches per optimiser step
+  double label_smoothing = 0;
+  bool augment = true;
+  uint64_t seed = 0;
+  double ema = 0;                       // > 0: keep a model EMA with this decay
+  std::string init;                     // start from a checkpoint's config and weights
+  std::string out;                      // the run folder
+  int64_t save_every = 0;               // steps between last.json saves; 0: only at the end
+  int64_t log_every = 50;               // steps between metrics records
+  int64_t eval_batch = 500;
+  bool progress_tty = false;            // one updating progress line instead of plain lines
+
+  nlohmann::json to_json() const;  // everything but `model`, for config.json and checkpoints
+  // Reads to_json()'s output over the defaults; unknown keys and bad values are errors.
+  static TrainOptions from_json(const nlohmann::json& j, const ViTConfig& model);
+  void validate() const;
+};
+
+struct TrainResult {
+  int64_t steps = 0;
+  double test_loss = 0, test_accuracy = 0, best_test_accuracy = 0;
+  double seconds = 0;
+  std::string out_dir;
+};
+
+// Trains from scratch (or from options.init). Progress goes to `log`.
+TrainResult train(const TrainOptions& options, std::ostream& log);
+// Continues the run saved in `checkpoint` until `total_steps` optimiser steps (or, if 0, the
+// total the run was started with); `out` (empty: the checkpoint's folder) and `save_every`
+// (< 0: as before) may change.
+TrainResult resume(const std::string& checkpoint, int64_t total_steps, const std::string& out,
+                   int64_t save_every, std::ostream& log, bool progress_tty);
+
+struct EvalResult {
+  double loss = 0, accuracy = 0;
+  int64_t count = 0;
+};
+// Cross-entropy and accuracy over a whole data set, in eval mode and without gradients.
+EvalResult evaluate(ViT& model, const data::Dataset& data, int64_t batch_size = 500);
+
+// The data set a run uses: Fashion-MNIST (train or test) or the synthetic set.
+data::Dataset load_dataset(const TrainOptions& options, const std::string& split);
+
+}  // namespace vg

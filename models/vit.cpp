@@ -1,0 +1,75 @@
+#include "models/vit.h"
+
+#include "engine/ops.h"
+
+namespace vg {
+
+ViT::ViT(const ViTConfig& config, uint64_t seed)
+    : nn::Module("ViT"), config_(config), dropout_rng_(std::make_shared<Rng>(seed ^ 0x5eedULL)) {
+  config_.validate();
+  Rng rng(seed);
+  const int64_t E = config_.embed_dim;
+  const nn::NormKind norm = config_.norm == "layernorm" ? nn::NormKind::layernorm
+                                                        : nn::NormKind::learnable_scaler;
+  // Registration order = timm's state_dict order: cls_token, pos_embed, patch_embed, blocks,
+  // norm, head.
+  cls_token_ = register_parameter("cls_token", randn({1, 1, E}, rng) * 1e-6,
+                                  {.no_weight_decay = true});
+  pos_embed_ = register_parameter(
+      "pos_embed", trunc_normal({1, config_.num_patches() + 1, E}, rng, 0.0, 0.02),
+      {.no_weight_decay = true});
+  patch_embed_ = register_module(
+      "patch_embed", std::make_shared<nn::PatchEmbed>(config_.img_size, config_.patch_size,
+                                                      config_.in_chans, E, rng));
+  pos_drop_ = register_module("pos_drop", std::make_shared<nn::Dropout>(config_.dropout,
+                                                                        dropout_rng_));
+  const double ls_init = config_.layerscale_init();
+  for (int64_t i = 0; i < config_.depth; ++i) {
+    // timm: torch.linspace(0, drop_path_rate, depth)
+    const double dpr =
+        config_.depth > 1 ? config_.drop_path_rate * double(i) / double(config_.depth - 1) : 0.0;
+    blocks_.push_back(register_module(
+        "blocks." + std::to_string(i),
+        std::make_shared<nn::Block>(E, config_.num_heads, config_.mlp_ratio, config_.qkv_bias,
+                                    norm, ls_init, config_.grn, dpr, config_.dropout, rng,
+                                    dropout_rng_)));
+  }
+  norm_ = register_module(config_.global_pool == "token" ? "norm" : "fc_norm",
+                          nn::make_norm(norm, E, rng));
+  head_ = register_module("head", std::make_shared<nn::Linear>(E, config_.num_classes, true, rng));
+}
+
+Tensor ViT::forward(const Tensor& images) {
+  auto scope = enter();
+  Tensor x = patch_embed_->forward(images);  // (B, N, E)
+  const int64_t B = x.size(0);
+  // timm's order: the class token goes first, then the positional embedding is added.
+  x = cat({broadcast_to(cls_token_, {B, 1, config_.embed_dim}), x}, 1);
+  x = pos_drop_->forward(add(x, pos_embed_));
+  for (auto& block : blocks_) x = block->forward(x);
+  if (config_.global_pool == "token") {
+    x = select(nn::apply_norm(*norm_, x), 1, 0);  // the class token after the final norm
+  } else {
+    x = mean(slice(x, 1, 1, x.size(1)), {1});  // patch tokens only, as timm
+    x = nn::apply_norm(*norm_, x);
+  }
+  return head_->forward(x);
+}
+
+double ViT::flop_count(const Shape& s) const {
+  const Shape tokens = patch_embed_->output_shape(s);
+  const Shape seq{tokens[0], tokens[1] + 1, tokens[2]};
+  double flops = patch_embed_->flop_count(s) + double(shape_numel(seq));  // + pos_embed
+  for (const auto& block : blocks_) flops += block->flop_count(seq);
+  const Shape pooled{s[0], config_.embed_dim};
+  flops += norm_->flop_count(config_.global_pool == "token" ? seq : pooled);
+  flops += head_->flop_count(pooled);
+  return flops;
+}
+
+Shape ViT::output_shape(const Shape& s) const {
+  patch_embed_->output_shape(s);  // checks the images' shape
+  return {s[0], config_.num_classes};
+}
+
+}  // namespace vg

@@ -1,0 +1,51 @@
+// The Vision Transformer of timm (VisionTransformer with class token and learned positional
+// embedding), depth-configurable, with the options this project studies: LayerScale,
+// LearnableScaler in place of every LayerNorm, and GRN in the MLPs.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "engine/rng.h"
+#include "layers/block.h"
+#include "layers/dropout.h"
+#include "layers/linear.h"
+#include "layers/module.h"
+#include "layers/patch_embed.h"
+#include "models/vit_config.h"
+
+namespace vg {
+
+class ViT : public nn::Module {
+ public:
+  // Builds and initialises the model as timm does (trunc_normal(.02) Linear weights, zero
+  // biases, cls_token ~ N(0, 1e-6^2), pos_embed ~ trunc_normal(.02)), drawing from a
+  // generator seeded with `seed`. Dropout and drop-path masks come from dropout_rng().
+  explicit ViT(const ViTConfig& config, uint64_t seed = 0);
+
+  // images (B, img_size, img_size, in_chans) -> logits (B, num_classes).
+  Tensor forward(const Tensor& images);
+  Tensor operator()(const Tensor& images) { return forward(images); }
+
+  double flop_count(const Shape& input_shape) const override;
+  Shape output_shape(const Shape& input_shape) const override;
+
+  const ViTConfig& config() const { return config_; }
+  // The generator behind every dropout and drop-path mask (saved in checkpoints).
+  Rng& dropout_rng() { return *dropout_rng_; }
+  int64_t depth() const { return static_cast<int64_t>(blocks_.size()); }
+  nn::Block& block(int64_t i) { return *blocks_.at(i); }
+
+ private:
+  ViTConfig config_;
+  std::shared_ptr<Rng> dropout_rng_;
+  Tensor cls_token_, pos_embed_;
+  std::shared_ptr<nn::PatchEmbed> patch_embed_;
+  std::shared_ptr<nn::Dropout> pos_drop_;
+  std::vector<std::shared_ptr<nn::Block>> blocks_;
+  std::shared_ptr<nn::Module> norm_;  // "norm" (token pooling) or "fc_norm" (avg pooling)
+  std::shared_ptr<nn::Linear> head_;
+};
+
+}  // namespace vg

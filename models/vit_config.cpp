@@ -1,0 +1,161 @@
+#include "models/vit_config.h"
+
+#include <cmath>
+#include <cstdlib>
+
+#include "engine/error.h"
+
+namespace vg {
+namespace {
+
+using nlohmann::json;
+
+double parse_layerscale(const std::string& s) {
+  if (s == "none") return 0.0;
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  check(!s.empty() && *end == '\0' && std::isfinite(v) && v > 0 && v <= 10,
+        "ViTConfig: 'layerscale' must be none, auto or a positive number, got '", s, "'");
+  return v;
+}
+
+struct PresetEntry {
+  const char* name;
+  const char* description;
+  ViTConfig config;
+};
+
+std::vector<PresetEntry> presets() {
+  std::vector<PresetEntry> list;
+  ViTConfig tiny;  // the defaults: patch 4 (49 tokens + cls), dim 64, depth 6, heads 4, mlp 2
+  list.push_back({"fmnist-tiny", "28x28x1, patch 4, dim 64, depth 6, 4 heads, MLP x2 (~210k "
+                                 "parameters): the quick Fashion-MNIST model",
+                  tiny});
+  ViTConfig deep = tiny;
+  deep.patch_size = 7;
+  deep.depth = 24;
+  deep.layerscale = "auto";
+  list.push_back({"fmnist-deep", "patch 7, dim 64, depth 24, LayerScale auto (1e-5): a deep "
+                                 "ViT that costs about as much as fmnist-tiny",
+                  deep});
+  ViTConfig ls36 = tiny;
+  ls36.patch_size = 7;
+  ls36.depth = 36;
+  ls36.norm = "learnable_scaler";
+  list.push_back({"fmnist-ls36", "patch 7, dim 64, depth 36, every LayerNorm replaced by "
+                                 "LearnableScaler, no LayerScale (the LearnableScaler recipe)",
+                  ls36});
+  return list;
+}
+
+template <class T>
+T field(const json& j, const char* key, T fallback, const char* type_name) {
+  if (!j.contains(key)) return fallback;
+  const json& v = j.at(key);
+  bool ok = false;
+  if constexpr (std::is_same_v<T, bool>) ok = v.is_boolean();
+  else if constexpr (std::is_same_v<T, int64_t>) ok = v.is_number_integer();
+  else if constexpr (std::is_same_v<T, double>) ok = v.is_number();
+  else ok = v.is_string();
+  check(ok, "ViTConfig: '", key, "' must be ", type_name, ", got ", v.dump());
+  return v.get<T>();
+}
+
+}  // namespace
+
+void ViTConfig::validate() const {
+  auto positive = [](const char* key, int64_t v) {
+    check(v > 0, "ViTConfig: '", key, "' must be positive, got ", v);
+  };
+  positive("img_size", img_size);
+  positive("patch_size", patch_size);
+  positive("in_chans", in_chans);
+  positive("num_classes", num_classes);
+  positive("embed_dim", embed_dim);
+  positive("depth", depth);
+  positive("num_heads", num_heads);
+  check(img_size <= 4096 && embed_dim <= 65536 && depth <= 1024 && num_classes <= 1000000,
+        "ViTConfig: sizes are unreasonably large");
+  check(img_size % patch_size == 0, "ViTConfig: img_size ", img_size,
+        " is not divisible by patch_size ", patch_size);
+  check(embed_dim % num_heads == 0, "ViTConfig: embed_dim ", embed_dim,
+        " is not divisible by num_heads ", num_heads);
+  check(std::isfinite(mlp_ratio) && mlp_ratio > 0 && mlp_ratio <= 64 &&
+            static_cast<int64_t>(embed_dim * mlp_ratio) > 0,
+        "ViTConfig: 'mlp_ratio' must be positive, got ", mlp_ratio);
+  check(norm == "layernorm" || norm == "learnable_scaler",
+        "ViTConfig: 'norm' must be layernorm or learnable_scaler, got '", norm, "'");
+  if (layerscale != "auto") parse_layerscale(layerscale);
+  check(global_pool == "token" || global_pool == "avg",
+        "ViTConfig: 'global_pool' must be token or avg, got '", global_pool, "'");
+  check(drop_path_rate >= 0 && drop_path_rate < 1, "ViTConfig: 'drop_path_rate' must be in "
+        "[0, 1), got ", drop_path_rate);
+  check(dropout >= 0 && dropout < 1, "ViTConfig: 'dropout' must be in [0, 1), got ", dropout);
+}
+
+double ViTConfig::layerscale_init() const {
+  if (layerscale == "auto") return depth <= 18 ? 0.1 : depth <= 24 ? 1e-5 : 1e-6;
+  return parse_layerscale(layerscale);
+}
+
+json ViTConfig::to_json() const {
+  return {{"img_size", img_size},     {"patch_size", patch_size},
+          {"in_chans", in_chans},     {"num_classes", num_classes},
+          {"embed_dim", embed_dim},   {"depth", depth},
+          {"num_heads", num_heads},   {"mlp_ratio", mlp_ratio},
+          {"qkv_bias", qkv_bias},     {"norm", norm},
+          {"layerscale", layerscale}, {"grn", grn},
+          {"global_pool", global_pool}, {"drop_path_rate", drop_path_rate},
+          {"dropout", dropout}};
+}
+
+ViTConfig ViTConfig::from_json(const json& j) {
+  check(j.is_object(), "ViTConfig: expected a JSON object, got ", j.type_name());
+  const json known = ViTConfig{}.to_json();
+  for (const auto& [key, value] : j.items())
+    check(known.contains(key), "ViTConfig: unknown key '", key, "'");
+  ViTConfig c;
+  c.img_size = field(j, "img_size", c.img_size, "an integer");
+  c.patch_size = field(j, "patch_size", c.patch_size, "an integer");
+  c.in_chans = field(j, "in_chans", c.in_chans, "an integer");
+  c.num_classes = field(j, "num_classes", c.num_classes, "an integer");
+  c.embed_dim = field(j, "embed_dim", c.embed_dim, "an integer");
+  c.depth = field(j, "depth", c.depth, "an integer");
+  c.num_heads = field(j, "num_heads", c.num_heads, "an integer");
+  c.mlp_ratio = field(j, "mlp_ratio", c.mlp_ratio, "a number");
+  c.qkv_bias = field(j, "qkv_bias", c.qkv_bias, "true or false");
+  c.norm = field(j, "norm", c.norm, "a string");
+  if (j.contains("layerscale") && j.at("layerscale").is_number())
+    c.layerscale = nlohmann::json(j.at("layerscale").get<double>()).dump();
+  else
+    c.layerscale = field(j, "layerscale", c.layerscale, "none, auto or a number");
+  c.grn = field(j, "grn", c.grn, "true or false");
+  c.global_pool = field(j, "global_pool", c.global_pool, "a string");
+  c.drop_path_rate = field(j, "drop_path_rate", c.drop_path_rate, "a number");
+  c.dropout = field(j, "dropout", c.dropout, "a number");
+  c.validate();
+  return c;
+}
+
+ViTConfig preset(const std::string& name) {
+  std::string known;
+  for (const PresetEntry& p : presets()) {
+    if (p.name == name) return p.config;
+    known += (known.empty() ? "" : ", ") + std::string(p.name);
+  }
+  throw Error("unknown preset '" + name + "' (known: " + known + ")");
+}
+
+std::vector<std::string> preset_names() {
+  std::vector<std::string> names;
+  for (const PresetEntry& p : presets()) names.push_back(p.name);
+  return names;
+}
+
+std::string preset_description(const std::string& name) {
+  for (const PresetEntry& p : presets())
+    if (p.name == name) return p.description;
+  return "";
+}
+
+}  // namespace vg

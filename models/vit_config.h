@@ -1,0 +1,50 @@
+// The configuration of a ViT: plain data that round-trips to JSON, plus named presets.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace vg {
+
+struct ViTConfig {
+  int64_t img_size = 28;
+  int64_t patch_size = 4;
+  int64_t in_chans = 1;
+  int64_t num_classes = 10;
+  int64_t embed_dim = 64;
+  int64_t depth = 6;
+  int64_t num_heads = 4;
+  double mlp_ratio = 2.0;
+  bool qkv_bias = true;
+  std::string norm = "layernorm";  // "layernorm" | "learnable_scaler"
+  std::string layerscale = "none";  // "none" | "auto" | a number such as "1e-4"
+  bool grn = false;                 // GlobalResponseNorm in every MLP
+  std::string global_pool = "token";  // "token" (cls) | "avg" (mean of the patch tokens)
+  double drop_path_rate = 0.0;      // rises linearly from 0 at block 0 to this at the last
+  double dropout = 0.0;             // after the positional embedding, in attention and MLP
+
+  // Throws vg::Error naming the field when a value is out of range or inconsistent
+  // (embed_dim not divisible by num_heads, img_size not divisible by patch_size, ...).
+  void validate() const;
+  // The LayerScale init value: 0 for "none"; "auto" follows CaiT (Touvron et al. 2021):
+  // depth <= 18 -> 0.1, depth 24 -> 1e-5, deeper -> 1e-6. The paper names only those
+  // points; we use 1e-5 for depths 19 to 24 and 1e-6 from 25 on.
+  double layerscale_init() const;
+  int64_t num_patches() const { return (img_size / patch_size) * (img_size / patch_size); }
+
+  nlohmann::json to_json() const;
+  // Every key is optional (defaults above) but must be known and of the right type; the
+  // result is validated. Errors name the key: "ViTConfig: 'depth' must be an integer".
+  static ViTConfig from_json(const nlohmann::json& j);
+  bool operator==(const ViTConfig&) const = default;
+};
+
+// The named configurations (see preset_names()); unknown names are a vg::Error listing them.
+ViTConfig preset(const std::string& name);
+std::vector<std::string> preset_names();
+std::string preset_description(const std::string& name);
+
+}  // namespace vg

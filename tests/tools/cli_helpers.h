@@ -1,0 +1,53 @@
+// Runs the vitgrad binary as a user would and captures what it prints.
+#pragma once
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace vg::testing {
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+inline std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// `vitgrad ARGS` with stdout and stderr captured (arguments are passed through the shell).
+inline CommandResult vitgrad(const std::string& args) {
+  static int counter = 0;
+  const auto base = std::filesystem::temp_directory_path() /
+                    ("vg_cli_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+  const std::string command = std::string(VG_VITGRAD_EXE) + " " + args + " >" + base.string() +
+                              ".out 2>" + base.string() + ".err </dev/null";
+  const int status = std::system(command.c_str());
+  CommandResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = read_text(base.string() + ".out");
+  r.err = read_text(base.string() + ".err");
+  std::filesystem::remove(base.string() + ".out");
+  std::filesystem::remove(base.string() + ".err");
+  return r;
+}
+
+// A fresh, empty folder for one test.
+inline std::filesystem::path fresh_dir(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("vg_" + name + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+}  // namespace vg::testing

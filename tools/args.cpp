@@ -1,0 +1,128 @@
+#include "tools/args.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+
+namespace vg::tools {
+
+ArgParser::ArgParser(std::string command, std::string usage, std::vector<Flag> flags,
+                     size_t min_positionals, size_t max_positionals)
+    : command_(std::move(command)),
+      usage_(std::move(usage)),
+      flags_(std::move(flags)),
+      min_positionals_(min_positionals),
+      max_positionals_(max_positionals) {}
+
+const Flag* ArgParser::find(const std::string& name) const {
+  for (const Flag& f : flags_)
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
+void ArgParser::fail(const std::string& message) const {
+  throw UsageError("vitgrad " + command_ + ": " + message);
+}
+
+void ArgParser::parse(const std::vector<std::string>& args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--help" || arg == "-h") {
+      help_ = true;
+      return;
+    }
+    // Long flags start with "--"; a short one ("-o") is a flag only if the command declares it.
+    const bool short_flag = arg.size() == 2 && arg[0] == '-' && arg[1] != '-' && find(arg);
+    if (!short_flag && (arg.size() < 2 || arg.compare(0, 2, "--") != 0 || arg == "--")) {
+      positionals_.push_back(arg);
+      continue;
+    }
+    const size_t eq = arg.find('=');
+    const std::string name = arg.substr(0, eq);
+    const Flag* flag = find(name);
+    if (!flag) fail("unknown flag " + name + " (see vitgrad " + command_ + " --help)");
+    if (values_.count(name)) fail(name + " given twice");
+    if (flag->value_name.empty()) {
+      if (eq != std::string::npos) fail(name + " takes no value");
+      values_[name] = "";
+    } else if (eq != std::string::npos) {
+      values_[name] = arg.substr(eq + 1);
+    } else {
+      if (i + 1 >= args.size()) fail(name + " needs a value (" + flag->value_name + ")");
+      values_[name] = args[++i];
+    }
+  }
+  if (positionals_.size() < min_positionals_ || positionals_.size() > max_positionals_) {
+    if (max_positionals_ == 0) fail("unexpected argument '" + positionals_[0] + "'");
+    fail("expected " + std::to_string(min_positionals_) +
+         (max_positionals_ > min_positionals_ ? " to " + std::to_string(max_positionals_) : "") +
+         " positional argument(s), got " + std::to_string(positionals_.size()));
+  }
+}
+
+std::string ArgParser::help() const {
+  std::ostringstream out;
+  out << "usage: " << usage_ << "\n";
+  if (!flags_.empty()) out << "\noptions:\n";
+  for (const Flag& f : flags_) {
+    std::string left = "  " + f.name + (f.value_name.empty() ? "" : " " + f.value_name);
+    if (left.size() < 26)
+      left.resize(26, ' ');
+    else
+      left += "  ";
+    out << left << f.help << "\n";
+  }
+  return out.str();
+}
+
+std::string ArgParser::text(const std::string& flag, const std::string& fallback) const {
+  auto it = values_.find(flag);
+  return it == values_.end() ? fallback : it->second;
+}
+
+int64_t ArgParser::integer(const std::string& flag, int64_t fallback, int64_t min,
+                           int64_t max) const {
+  auto it = values_.find(flag);
+  if (it == values_.end()) return fallback;
+  const std::string& s = it->second;
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(s.c_str(), &end, 10);
+  if (s.empty() || *end != '\0' || errno == ERANGE)
+    fail(flag + " expects a whole number, got '" + s + "'");
+  if (v < min || v > max)
+    fail(flag + " must be between " + std::to_string(min) + " and " + std::to_string(max) +
+         ", got " + s);
+  return v;
+}
+
+double ArgParser::number(const std::string& flag, double fallback, double min, double max) const {
+  auto it = values_.find(flag);
+  if (it == values_.end()) return fallback;
+  const std::string& s = it->second;
+  errno = 0;
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(v))
+    fail(flag + " expects a number, got '" + s + "'");
+  if (v < min || v > max) {
+    std::ostringstream range;
+    range << flag << " must be between " << min << " and " << max << ", got " << s;
+    fail(range.str());
+  }
+  return v;
+}
+
+std::string ArgParser::choice(const std::string& flag, const std::string& fallback,
+                              const std::vector<std::string>& choices) const {
+  const std::string v = text(flag, fallback);
+  std::string list;
+  for (const std::string& c : choices) {
+    if (c == v) return v;
+    list += (list.empty() ? "" : "|") + c;
+  }
+  fail(flag + " must be one of " + list + ", got '" + v + "'");
+}
+
+}  // namespace vg::tools

@@ -1,0 +1,54 @@
+// Command-line flags of the `vitgrad` subcommands: each command declares its flags once
+// (name, value and help), and every misuse becomes one UsageError line, exit code 2.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tools/commands.h"
+
+namespace vg::tools {
+
+struct Flag {
+  std::string name;        // "--lr", or a declared short flag such as "-o"
+  std::string value_name;  // "X"; empty for a switch such as "--grn"
+  std::string help;
+};
+
+class ArgParser {
+ public:
+  ArgParser(std::string command, std::string usage, std::vector<Flag> flags,
+            size_t min_positionals = 0, size_t max_positionals = 0);
+
+  // Accepts "--flag VALUE", "--flag=VALUE" and switches; throws UsageError for unknown or
+  // repeated flags, missing values and the wrong number of positional arguments.
+  void parse(const std::vector<std::string>& args);
+  bool help_requested() const { return help_; }
+  std::string help() const;  // usage line and one line per flag
+
+  bool has(const std::string& flag) const { return values_.count(flag) > 0; }
+  bool on(const std::string& flag) const { return has(flag); }  // a switch
+  std::string text(const std::string& flag, const std::string& fallback = "") const;
+  int64_t integer(const std::string& flag, int64_t fallback, int64_t min, int64_t max) const;
+  double number(const std::string& flag, double fallback, double min, double max) const;
+  std::string choice(const std::string& flag, const std::string& fallback,
+                     const std::vector<std::string>& choices) const;
+  const std::vector<std::string>& positionals() const { return positionals_; }
+
+  // "vitgrad train: " + message, as a UsageError.
+  [[noreturn]] void fail(const std::string& message) const;
+
+ private:
+  const Flag* find(const std::string& name) const;
+
+  std::string command_, usage_;
+  std::vector<Flag> flags_;
+  size_t min_positionals_, max_positionals_;
+  bool help_ = false;
+  std::map<std::string, std::string> values_;
+  std::vector<std::string> positionals_;
+};
+
+}  // namespace vg::tools

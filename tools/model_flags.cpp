@@ -1,0 +1,69 @@
+#include "tools/model_flags.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "engine/error.h"
+
+namespace vg::tools {
+
+std::vector<Flag> model_flags() {
+  return {{"--preset", "NAME", "a named model: fmnist-tiny (default), fmnist-deep, fmnist-ls36"},
+          {"--config", "FILE", "a ViTConfig JSON file (instead of --preset)"},
+          {"--depth", "N", "number of blocks"},
+          {"--dim", "N", "embedding dimension"},
+          {"--heads", "N", "attention heads"},
+          {"--patch", "N", "patch size"},
+          {"--mlp-ratio", "X", "MLP hidden size / dim"},
+          {"--norm", "KIND", "layernorm | learnable_scaler"},
+          {"--layerscale", "V", "none | auto | an init value such as 1e-4"},
+          {"--grn", "", "Global Response Norm in every MLP"},
+          {"--pool", "KIND", "token | avg"},
+          {"--drop-path", "R", "stochastic depth rate of the last block"},
+          {"--dropout", "R", "dropout rate"}};
+}
+
+ViTConfig model_from_flags(const ArgParser& args) {
+  if (args.has("--preset") && args.has("--config")) args.fail("give --preset or --config, not both");
+  ViTConfig c;
+  try {
+    if (args.has("--config")) {
+      const std::string path = args.text("--config");
+      std::ifstream in(path);
+      if (!in) args.fail("cannot read config file " + path);
+      std::stringstream text;
+      text << in.rdbuf();
+      nlohmann::json j;
+      try {
+        j = nlohmann::json::parse(text.str());
+      } catch (const nlohmann::json::exception&) {
+        args.fail(path + " is not valid JSON");
+      }
+      // A run's config.json holds {"model": ..., "train": ...}; a plain ViTConfig is accepted too.
+      c = ViTConfig::from_json(j.is_object() && j.contains("model") ? j.at("model") : j);
+    } else {
+      c = preset(args.text("--preset", "fmnist-tiny"));
+    }
+  } catch (const Error& e) {
+    args.fail(e.what());
+  }
+  c.depth = args.integer("--depth", c.depth, 1, 1024);
+  c.embed_dim = args.integer("--dim", c.embed_dim, 1, 65536);
+  c.num_heads = args.integer("--heads", c.num_heads, 1, 4096);
+  c.patch_size = args.integer("--patch", c.patch_size, 1, 4096);
+  c.mlp_ratio = args.number("--mlp-ratio", c.mlp_ratio, 1e-3, 64);
+  c.norm = args.choice("--norm", c.norm, {"layernorm", "learnable_scaler"});
+  c.layerscale = args.text("--layerscale", c.layerscale);
+  if (args.on("--grn")) c.grn = true;
+  c.global_pool = args.choice("--pool", c.global_pool, {"token", "avg"});
+  c.drop_path_rate = args.number("--drop-path", c.drop_path_rate, 0, 0.999);
+  c.dropout = args.number("--dropout", c.dropout, 0, 0.999);
+  try {
+    c.validate();
+  } catch (const Error& e) {
+    args.fail(e.what());
+  }
+  return c;
+}
+
+}  // namespace vg::tools

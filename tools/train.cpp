@@ -1,0 +1,165 @@
+// `vitgrad train` and `vitgrad eval`.
+#include <unistd.h>
+
+#include <algorithm>
+#include <iomanip>
+#include <iostream>
+
+#include "engine/checkpoint.h"
+#include "engine/parallel.h"
+#include "models/training.h"
+#include "tools/args.h"
+#include "tools/model_flags.h"
+
+namespace vg::tools {
+namespace {
+
+std::vector<Flag> train_flags() {
+  std::vector<Flag> flags = model_flags();
+  const std::vector<Flag> own = {
+      {"--data", "NAME", "fashion-mnist (default) | synthetic"},
+      {"--data-dir", "DIR", "folder with the four Fashion-MNIST IDX files (gzipped or not)"},
+      {"--synthetic-size", "N", "training images of --data synthetic (test: a quarter)"},
+      {"--epochs", "N", "passes over the training set (default 10)"},
+      {"--steps", "N", "optimiser steps in total (instead of --epochs)"},
+      {"--batch", "N", "images per micro-batch (default 128)"},
+      {"--opt", "NAME", "sgd | adamw (default) | lamb"},
+      {"--lr", "X", "peak learning rate (default 1e-3)"},
+      {"--min-lr", "X", "the floor of the cosine schedule (default 1e-6)"},
+      {"--wd", "X", "weight decay of the decayed group (default 0.05)"},
+      {"--momentum", "X", "SGD momentum (default 0.9)"},
+      {"--sched", "NAME", "constant | step | cosine (default) | learnable-scaler"},
+      {"--warmup", "N", "linear warmup steps (cosine)"},
+      {"--clip", "X", "global gradient-norm clip (default 0: none)"},
+      {"--accum", "N", "micro-batches per optimiser step (default 1)"},
+      {"--label-smoothing", "X", "label smoothing of the cross-entropy (default 0)"},
+      {"--no-augment", "", "no random crop and flip"},
+      {"--seed", "N", "seed of initialisation, shuffling, augmentation and dropout"},
+      {"--threads", "N", "threads for kernels and OpenBLAS (default: all cores)"},
+      {"--ema", "D", "also keep a model EMA with decay D and evaluate it"},
+      {"--init", "CKPT", "start from a checkpoint's config and weights (fresh optimiser)"},
+      {"--resume", "CKPT", "continue a run exactly where its checkpoint stopped"},
+      {"--out", "DIR", "run folder (default runs/<date-time>)"},
+      {"--save-every", "N", "write last.json every N steps (default: at the end)"},
+      {"--log-every", "N", "steps between metrics records (default 50)"},
+  };
+  flags.insert(flags.end(), own.begin(), own.end());
+  return flags;
+}
+
+void set_threads(const ArgParser& args) {
+  if (args.has("--threads")) set_num_threads(static_cast<int>(args.integer("--threads", 0, 1, 256)));
+}
+
+}  // namespace
+
+int run_train(const std::vector<std::string>& argv) {
+  ArgParser args("train", "vitgrad train [--preset NAME | --config FILE] [model flags] [options]",
+                 train_flags());
+  args.parse(argv);
+  if (args.help_requested()) {
+    std::cout << args.help();
+    return 0;
+  }
+  set_threads(args);
+  const bool tty = ::isatty(STDERR_FILENO);
+  TrainResult result;
+  if (args.has("--resume")) {
+    // A resumed run keeps its model and recipe; only how long and where may change.
+    for (const Flag& f : train_flags())
+      if (args.has(f.name) && f.name != "--resume" && f.name != "--steps" && f.name != "--out" &&
+          f.name != "--save-every" && f.name != "--threads")
+        args.fail(f.name + " cannot be changed when resuming (only --steps, --out, "
+                           "--save-every and --threads can)");
+    result = resume(args.text("--resume"), args.integer("--steps", 0, 1, INT64_MAX / 2),
+                    args.text("--out"), args.integer("--save-every", -1, 0, INT64_MAX / 2),
+                    std::cerr, tty);
+  } else {
+    TrainOptions o;
+    if (args.has("--init")) {
+      for (const Flag& f : model_flags())
+        if (args.has(f.name)) args.fail(f.name + " cannot be combined with --init (the model comes from the checkpoint)");
+    } else {
+      o.model = model_from_flags(args);
+    }
+    if (args.has("--epochs") && args.has("--steps")) args.fail("give --epochs or --steps, not both");
+    o.data = args.choice("--data", o.data, {"fashion-mnist", "synthetic"});
+    o.data_dir = args.text("--data-dir");
+    if (args.has("--synthetic-size")) {
+      o.synthetic_train = args.integer("--synthetic-size", 0, 10, 1000000);
+      o.synthetic_test = std::max<int64_t>(10, o.synthetic_train / 4);
+    }
+    o.epochs = args.integer("--epochs", args.has("--steps") ? 0 : o.epochs, 1, 1000000);
+    o.steps = args.integer("--steps", 0, 1, INT64_MAX / 2);
+    o.batch = args.integer("--batch", o.batch, 1, 65536);
+    o.opt = args.choice("--opt", o.opt, {"sgd", "adamw", "lamb"});
+    o.lr = args.number("--lr", o.lr, 0, 100);
+    o.min_lr = args.number("--min-lr", o.min_lr, 0, 100);
+    o.wd = args.number("--wd", o.wd, 0, 100);
+    o.momentum = args.number("--momentum", o.momentum, 0, 0.9999);
+    o.sched = args.choice("--sched", o.sched, {"constant", "step", "cosine", "learnable-scaler"});
+    o.warmup = args.integer("--warmup", o.warmup, 0, INT64_MAX / 2);
+    o.clip = args.number("--clip", o.clip, 0, 1e12);
+    o.accum = args.integer("--accum", o.accum, 1, 1024);
+    o.label_smoothing = args.number("--label-smoothing", o.label_smoothing, 0, 0.999);
+    o.augment = !args.on("--no-augment");
+    o.seed = static_cast<uint64_t>(args.integer("--seed", 0, 0, INT64_MAX));
+    o.ema = args.number("--ema", 0, 0, 0.999999);
+    o.init = args.text("--init");
+    o.out = args.text("--out");
+    o.save_every = args.integer("--save-every", 0, 0, INT64_MAX / 2);
+    o.log_every = args.integer("--log-every", o.log_every, 1, INT64_MAX / 2);
+    o.progress_tty = tty;
+    try {
+      o.validate();
+    } catch (const Error& e) {
+      args.fail(e.what());
+    }
+    result = train(o, std::cerr);
+  }
+  std::cout << "steps: " << result.steps << "  time: " << std::fixed << std::setprecision(1)
+            << result.seconds << " s  run: " << result.out_dir << "\n"
+            << "best test accuracy: " << std::setprecision(2) << 100 * result.best_test_accuracy
+            << "%\n"
+            << "test accuracy: " << 100 * result.test_accuracy << "%\n";
+  return 0;
+}
+
+int run_eval(const std::vector<std::string>& argv) {
+  ArgParser args("eval", "vitgrad eval CKPT [--data-dir DIR] [--split test|train] [--json]",
+                 {{"--data", "NAME", "fashion-mnist | synthetic (default: the run's)"},
+                  {"--data-dir", "DIR", "folder with the Fashion-MNIST IDX files"},
+                  {"--split", "NAME", "test (default) | train"},
+                  {"--batch", "N", "images per forward pass (default 500)"},
+                  {"--threads", "N", "threads for kernels and OpenBLAS"},
+                  {"--json", "", "print one JSON line {loss, accuracy, count}"}},
+                 1, 1);
+  args.parse(argv);
+  if (args.help_requested()) {
+    std::cout << args.help();
+    return 0;
+  }
+  set_threads(args);
+  const std::string split = args.choice("--split", "test", {"test", "train"});
+  const int64_t batch = args.integer("--batch", 500, 1, 65536);
+  const Checkpoint c = load_checkpoint(args.positionals()[0]);
+  const ViTConfig config = ViTConfig::from_json(c.config);
+  TrainOptions o = c.extra.contains("train") ? TrainOptions::from_json(c.extra.at("train"), config)
+                                             : TrainOptions{};
+  o.data = args.choice("--data", o.data, {"fashion-mnist", "synthetic"});
+  if (args.has("--data-dir")) o.data_dir = args.text("--data-dir");
+  ViT model(config);
+  model.load_state_dict(c.model);
+  const EvalResult r = evaluate(model, load_dataset(o, split), batch);
+  if (args.on("--json")) {
+    std::cout << nlohmann::json{{"loss", r.loss}, {"accuracy", r.accuracy}, {"count", r.count}}.dump()
+              << "\n";
+  } else {
+    std::cout << split << " loss: " << std::fixed << std::setprecision(4) << r.loss
+              << "  accuracy: " << std::setprecision(2) << 100 * r.accuracy << "% of " << r.count
+              << " images\n";
+  }
+  return 0;
+}
+
+}  // namespace vg::tools
