@@ -5,15 +5,15 @@
 // fixed order, so the same inputs give the same bits at any thread count.
 #pragma once
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cstdint>
-
-#include <omp.h>
 
 namespace vg {
 
 int num_threads();
-// Sets the threads of the engine's kernels and of OpenBLAS together.
+// Sets the engine's threads; OpenBLAS stays single-threaded (engine/blas.h splits products).
 void set_num_threads(int n);
 
 // Calls f(begin, end) over [0, n) split into at most num_threads() ranges; runs inline when

@@ -3,35 +3,25 @@
 // parallel, one head per task; within a head the three products are sgemm/dgemm calls on the
 // whole per-head matrices and the softmax is a row loop with double sums.
 //
-// Threads: OpenBLAS (pthread build) runs a product on one thread when m*n*k is below its
-// threading threshold (65536 * 4), and does not notice that it is called from an OpenMP
-// worker. Heads of that size (ours: T ~ 50, D ~ 16..64) therefore run in parallel with
-// single-threaded products; bigger heads run one after the other, letting OpenBLAS thread
-// each product, so the machine is never oversubscribed. Either way a head is computed by
-// the same sequence of calls, so the bits do not depend on the thread count.
-#include <cblas.h>
-
+// Threads: heads run in parallel, one task per range of heads, and each product inside a
+// task runs on its thread (engine/blas.h), so the bits do not depend on the thread count.
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "engine/autograd.h"
+#include "engine/blas.h"
 #include "engine/ops.h"
 #include "engine/parallel.h"
 
 namespace vg {
 namespace {
 
-// Row-major C (m x n) = alpha * op(A) op(B) + beta * C, op = transpose when ta / tb.
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const float* a,
-          int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m),
-              int(n), int(k), float(alpha), a, int(lda), b, int(ldb), 0.0f, c, int(ldc));
-}
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
-          int64_t lda, const double* b, int64_t ldb, double* c, int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m),
-              int(n), int(k), alpha, a, int(lda), b, int(ldb), 0.0, c, int(ldc));
+// Row-major C (m x n) = alpha * op(A) op(B), op = transpose when ta / tb.
+template <class T>
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const T* a, int64_t lda,
+          const T* b, int64_t ldb, T* c, int64_t ldc) {
+  vg::gemm(ta, tb, m, n, k, T(alpha), a, lda, b, ldb, T(0), c, ldc);
 }
 
 struct AttentionShape {
@@ -64,14 +54,12 @@ AttentionShape check_attention(const Tensor& q, const Tensor& k, const Tensor& v
   return AttentionShape{q.size(0) * q.size(1), q.size(2), k.size(2), q.size(3)};
 }
 
-// Runs body(h0, h1) over ranges of heads: in parallel when one head's products are small
-// enough that OpenBLAS keeps them on one thread, in one range otherwise (see the top).
+// Runs body(h0, h1) over ranges of heads in parallel; inside a task each product runs on
+// the calling thread (engine/blas.h), so a head is always the same sequence of calls.
 template <class F>
 void for_each_head(const AttentionShape& s, F&& body) {
-  constexpr int64_t kBlasThreadedWork = 65536 * 4;
   const int64_t work = s.Tq * s.Tk * std::max<int64_t>(s.D, 1);
-  const int64_t grain = work >= kBlasThreadedWork ? s.heads : std::max<int64_t>(1, 32768 / work);
-  parallel_for(s.heads, grain, body);
+  parallel_for(s.heads, std::max<int64_t>(1, 32768 / std::max<int64_t>(work, 1)), body);
 }
 
 // Forward of one head: P (Tq, Tk) and O (Tq, D).

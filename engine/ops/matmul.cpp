@@ -4,47 +4,24 @@
 // Both backward passes are themselves matmul calls with trans flags, so no transposed copy
 // is ever made, and each product costs exactly one gemm per batch element.
 //
-// Threads: a batch of products runs in parallel, one product per task, when each product is
-// small enough that OpenBLAS (pthread build) computes it on one thread (m*n*k below
-// 65536 * 4); bigger products run one after the other and OpenBLAS threads each of them, so
-// the machine is never oversubscribed. A product is the same gemm call either way, so the
-// bits do not depend on the thread count.
-#include <cblas.h>
-
+// Threads: a batch of small products runs in parallel, one task per range of products, each
+// product on its task's thread; a big product is split over the threads by gemm() itself
+// (engine/blas.h). Either way a product is the same sequence of calls, so the bits do not
+// depend on the thread count.
 #include <algorithm>
 #include <climits>
-#include <type_traits>
 #include <vector>
 
 #include "engine/autograd.h"
+#include "engine/blas.h"
 #include "engine/ops.h"
 #include "engine/parallel.h"
 
 namespace vg {
 namespace {
 
-// Row-major C (m x n) = alpha * op(A) op(B) + beta * C, op = transpose when ta / tb.
-// Handles the empty cases that cblas rejects (a zero leading dimension) or skips (k = 0).
-template <class T>
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
-          const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
-  if (m == 0 || n == 0) return;
-  if (k == 0) {
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == T(0) ? T(0) : beta * c[i * ldc + j];
-    return;
-  }
-  const CBLAS_TRANSPOSE opa = ta ? CblasTrans : CblasNoTrans, opb = tb ? CblasTrans : CblasNoTrans;
-  if constexpr (std::is_same_v<T, float>)
-    cblas_sgemm(CblasRowMajor, opa, opb, int(m), int(n), int(k), alpha, a, int(lda), b, int(ldb),
-                beta, c, int(ldc));
-  else
-    cblas_dgemm(CblasRowMajor, opa, opb, int(m), int(n), int(k), alpha, a, int(lda), b, int(ldb),
-                beta, c, int(ldc));
-}
-
-// OpenBLAS computes a product below this m*n*k on a single thread.
-constexpr double kSingleThreadedGemm = 65536.0 * 4;
+// Below this m*n*k per product, a batch is split into tasks of whole products.
+constexpr double kSmallProduct = 65536.0 * 4;
 
 bool needs_grad(const Tensor& t) {
   return t.defined() && (t.requires_grad() || t.grad_fn());
@@ -130,18 +107,18 @@ Tensor matmul_values(const Tensor& a, const Tensor& b, bool ta, bool tb, const M
     const T *pa = a.data<T>(), *pb = b.data<T>();
     T* pc = out.data<T>();
     if (p.folded) {  // a as (batch*M, K) times the one matrix of b
-      gemm<T>(false, tb, count * p.M, p.N, p.K, 1, pa, lda, pb, ldb, 0, pc, p.N);
+      gemm(false, tb, count * p.M, p.N, p.K, T(1), pa, lda, pb, ldb, T(0), pc, p.N);
       return;
     }
     const int64_t a_size = a.size(-2) * a.size(-1), b_size = b.size(-2) * b.size(-1);
     auto run = [&](int64_t n0, int64_t n1) {
       for (int64_t n = n0; n < n1; ++n)
-        gemm<T>(ta, tb, p.M, p.N, p.K, 1, pa + p.a_index[n] * a_size, lda,
-                pb + p.b_index[n] * b_size, ldb, 0, pc + n * p.M * p.N, p.N);
+        gemm(ta, tb, p.M, p.N, p.K, T(1), pa + p.a_index[n] * a_size, lda,
+             pb + p.b_index[n] * b_size, ldb, T(0), pc + n * p.M * p.N, p.N);
     };
     // A task gets enough small products (about 32k multiply-adds) to pay for its thread.
     const double work = std::max(1.0, double(p.M) * p.N * p.K);
-    if (work < kSingleThreadedGemm)
+    if (work < kSmallProduct)
       parallel_for(count, int64_t(1 + 32768 / work), run);
     else
       run(0, count);
@@ -224,8 +201,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   dispatch(x.dtype(), [&](auto z) {
     using T = decltype(z);
     T* y = out.data<T>();
-    gemm<T>(false, true, rows, out_features, in_features, 1, x.data<T>(), in_features,
-            weight.data<T>(), in_features, 0, y, out_features);
+    gemm(false, true, rows, out_features, in_features, T(1), x.data<T>(), in_features,
+         weight.data<T>(), in_features, T(0), y, out_features);
     if (!has_bias) return;
     const T* b = bias.data<T>();
     parallel_for(rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(out_features, 1)),

@@ -1,0 +1,24 @@
+// Matrix products for every op, on OpenBLAS, under the engine's one thread pool.
+//
+// OpenBLAS keeps its own threads, and two pools on two cores spin against each other (most
+// of a step went to sched_yield and OpenMP spin-waits when both were active). So OpenBLAS
+// always runs single-threaded here, and gemm() splits a large product itself into blocks
+// of rows (or columns), one per engine thread; called inside a parallel region (e.g. one
+// attention head per task) it runs the product on the calling thread.
+#pragma once
+
+#include <cstdint>
+
+namespace vg {
+
+// Row-major C (m x n) = alpha * op(A) op(B) + beta * C, op = transpose where ta / tb.
+// Empty products are handled (k = 0 scales C by beta).
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+          int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
+          int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc);
+
+// The OpenBLAS kernel family in use, e.g. "Haswell" or "Cooperlake".
+const char* blas_core_name();
+
+}  // namespace vg
