@@ -105,6 +105,26 @@ TEST_CASE("GRN on an all-zero sample gives beta and a finite gradient") {
     for (int64_t c = 0; c < 4; ++c) CHECK(x.grad().at({0, t, c}) == dy.at({0, t, c}));
 }
 
+TEST_CASE("GRN where one channel is zero in a sample: n = 0 there and the gradient is dy") {
+  // g_c = 0 while the other channels are not: PyTorch's norm backward masks x / g to 0,
+  // so nothing is NaN and dx = dy * (1 + gamma * n) = dy on that channel.
+  GlobalResponseNorm grn(3);
+  grn.to(DType::f64);
+  randomize_parameters(grn, 11);
+  Tensor x = variable({2, 4, 3}, 12).detach();
+  for (int64_t t = 0; t < 4; ++t) x.set_at({1, t, 2}, 0.0);
+  x.set_requires_grad();
+  const Tensor y = grn(x);
+  const Tensor dy = variable({2, 4, 3}, 13).detach();
+  y.backward(dy);
+  CHECK(all_finite(x.grad()));
+  CHECK(all_finite(grn.gamma().grad()));
+  for (int64_t t = 0; t < 4; ++t) {
+    CHECK(y.at({1, t, 2}) == grn.beta().at({2}));
+    CHECK(x.grad().at({1, t, 2}) == doctest::Approx(dy.at({1, t, 2})).epsilon(1e-14));
+  }
+}
+
 TEST_CASE("GRN: permuting tokens leaves n unchanged and samples are independent") {
   GlobalResponseNorm grn(3);
   grn.to(DType::f64);

@@ -1,0 +1,247 @@
+#include "layers/block.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "engine/autograd.h"
+#include "layers/layer_norm.h"
+#include "layers/learnable_scaler.h"
+#include "tests/layers/module_gradcheck.h"
+
+using namespace vg;
+using vg::nn::Block;
+using vg::nn::LayerScale;
+using vg::nn::Module;
+using vg::nn::NormKind;
+using vg::testing::expect_module_gradients;
+using vg::testing::max_abs_diff;
+using vg::testing::randomize_parameters;
+using vg::testing::variable;
+
+namespace {
+
+// A Block with dim 8, 2 heads, MLP ratio 2, qkv bias, in float64 with N(0, scale^2)
+// parameters.
+std::unique_ptr<Block> make_block(NormKind norm, double layerscale, bool grn,
+                                  double drop_path = 0.0, std::shared_ptr<Rng> drop_rng = nullptr,
+                                  double scale = 1.0) {
+  Rng rng(1);
+  auto block = std::make_unique<Block>(8, 2, 2.0, true, norm, layerscale, grn, drop_path, 0.0, rng,
+                                       drop_rng);
+  block->to(DType::f64);
+  randomize_parameters(*block, 2, scale);
+  return block;
+}
+
+std::vector<std::string> parameter_names(const Module& m) {
+  std::vector<std::string> names;
+  for (const Parameter& p : m.named_parameters()) names.push_back(p.name);
+  return names;
+}
+
+Module& child(const Module& m, const std::string& name) {
+  for (const auto& [n, c] : m.children())
+    if (n == name) return *c;
+  FAIL("no child ", name);
+  throw Error("unreachable");
+}
+
+// A norm written out from its parameters: LayerNorm (eps 1e-6) or a * x + b.
+Tensor reference_norm(const Module& norm, const Tensor& x) {
+  const nn::StateDict p = norm.state_dict();
+  if (p.count("a")) return add(mul(x, p.at("a")), p.at("b"));
+  return layer_norm(x, p.at("weight"), p.at("bias"), 1e-6);
+}
+
+// The residual branches of a block, from its children (dropout 0, so mode-independent).
+Tensor attn_branch(Block& block, const Tensor& x) {
+  Tensor y = block.attn()(reference_norm(block.norm1(), x));
+  return block.ls1() ? mul(y, block.ls1()->gamma()) : y;
+}
+Tensor mlp_branch(Block& block, const Tensor& x) {
+  Tensor y = block.mlp()(reference_norm(child(block, "norm2"), x));
+  return block.ls2() ? mul(y, block.ls2()->gamma()) : y;
+}
+
+// A model of `depth` blocks, as a ViT holds them ("blocks.i"), plus a head.
+class Stack : public Module {
+ public:
+  Stack(int64_t depth, NormKind norm) : Module("Stack") {
+    Rng rng(3);
+    for (int64_t i = 0; i < depth; ++i)
+      blocks.push_back(register_module(
+          "blocks." + std::to_string(i),
+          std::make_shared<Block>(8, 2, 2.0, true, norm, 0.0, true, 0.0, 0.0, rng, nullptr)));
+    register_module("head", std::make_shared<nn::Linear>(8, 3, true, rng));
+  }
+  double flop_count(const Shape&) const override { return 0; }
+  std::vector<std::shared_ptr<Block>> blocks;
+};
+
+}  // namespace
+
+TEST_CASE("Block names its parameters as timm: norm1, attn, ls1, norm2, mlp (grn), ls2") {
+  const std::vector<std::string> attn{"attn.qkv.weight", "attn.qkv.bias", "attn.proj.weight",
+                                      "attn.proj.bias"};
+  const std::vector<std::string> fc1{"mlp.fc1.weight", "mlp.fc1.bias"};
+  const std::vector<std::string> fc2{"mlp.fc2.weight", "mlp.fc2.bias"};
+  auto join = [](std::initializer_list<std::vector<std::string>> parts) {
+    std::vector<std::string> all;
+    for (const auto& p : parts) all.insert(all.end(), p.begin(), p.end());
+    return all;
+  };
+  CHECK(parameter_names(*make_block(NormKind::layernorm, 1e-4, true)) ==
+        join({{"norm1.weight", "norm1.bias"},
+              attn,
+              {"ls1.gamma", "norm2.weight", "norm2.bias"},
+              fc1,
+              {"mlp.grn.gamma", "mlp.grn.beta"},
+              fc2,
+              {"ls2.gamma"}}));
+  CHECK(parameter_names(*make_block(NormKind::learnable_scaler, 1e-4, true)) ==
+        join({{"norm1.a", "norm1.b"},
+              attn,
+              {"ls1.gamma", "norm2.a", "norm2.b"},
+              fc1,
+              {"mlp.grn.gamma", "mlp.grn.beta"},
+              fc2,
+              {"ls2.gamma"}}));
+  const auto plain = make_block(NormKind::layernorm, 0.0, false);
+  CHECK(parameter_names(*plain) ==
+        join({{"norm1.weight", "norm1.bias"}, attn, {"norm2.weight", "norm2.bias"}, fc1, fc2}));
+  CHECK(!plain->has_layerscale());
+  CHECK(plain->ls1() == nullptr);
+  // Every 1-D parameter (norms, biases, gammas, GRN) is kept out of weight decay.
+  for (const Parameter& p : make_block(NormKind::learnable_scaler, 0.1, true)->named_parameters())
+    CHECK_MESSAGE(p.no_weight_decay == (p.tensor.dim() == 1), p.name);
+}
+
+TEST_CASE("Block computes x + ls1(attn(norm1(x))), then h + ls2(mlp(norm2(h)))") {
+  for (NormKind norm : {NormKind::layernorm, NormKind::learnable_scaler})
+    for (double ls : {0.0, 0.1}) {
+      INFO("norm ", int(norm), ", layerscale ", ls);
+      auto block = make_block(norm, ls, true);
+      const Tensor x = variable({2, 5, 8}, 4).detach();
+      const Tensor h = add(x, attn_branch(*block, x));
+      CHECK(max_abs_diff((*block)(x), add(h, mlp_branch(*block, h))) < 1e-12);
+    }
+}
+
+TEST_CASE("Block with LayerScale gamma = 0 is the identity on both branches") {
+  auto block = make_block(NormKind::layernorm, 0.1, true);
+  for (LayerScale* ls : {block->ls1(), block->ls2()}) {
+    Tensor gamma = ls->gamma();
+    for (int64_t i = 0; i < gamma.numel(); ++i) gamma.data<double>()[i] = 0;
+  }
+  const Tensor x = variable({2, 5, 8}, 5).detach();
+  CHECK((*block)(x).to_vector() == x.to_vector());
+}
+
+TEST_CASE("Block with every option on passes gradcheck for x and every parameter") {
+  for (NormKind norm : {NormKind::layernorm, NormKind::learnable_scaler}) {
+    const char* what = norm == NormKind::layernorm
+                           ? "Block (LayerNorm, LayerScale, GRN, drop-path in eval)"
+                           : "Block (LearnableScaler, LayerScale, GRN, drop-path in eval)";
+    auto block = make_block(norm, 0.1, true, 0.5, std::make_shared<Rng>(6), 0.4);
+    block->eval();  // drop-path present but the identity, as in evaluation
+    expect_module_gradients(what, *block, variable({2, 3, 8}, 7),
+                            [&](const Tensor& x) { return (*block)(x); });
+  }
+}
+
+TEST_CASE("Block in training drops each sample's branches with one draw per sample each") {
+  auto drop_rng = std::make_shared<Rng>(8);
+  auto block = make_block(NormKind::layernorm, 0.1, true, 0.5, drop_rng);
+  const int64_t B = 16;
+  const Tensor x = variable({B, 3, 8}, 9).detach();
+  Rng replay(0);
+  replay.set_state(drop_rng->state());
+  const Tensor y = (*block)(x);
+  // The masks the two DropPaths drew: B uniforms for the attention branch, then B for the MLP.
+  auto draw_mask = [&] {
+    std::vector<double> m(B);
+    for (double& v : m) v = replay.uniform() < 0.5 ? 1.0 / 0.5 : 0.0;
+    return from_vector(m, {B, 1, 1});
+  };
+  const Tensor m1 = draw_mask(), m2 = draw_mask();
+  const Tensor h = add(x, mul(attn_branch(*block, x), m1));
+  CHECK(max_abs_diff(y, add(h, mul(mlp_branch(*block, h), m2))) < 1e-12);
+  CHECK(drop_rng->state() == replay.state());
+  // With 16 samples and p = 0.5 both kept and dropped branches occur.
+  const std::vector<double> masks = cat({m1, m2}, 0).to_vector();
+  CHECK(std::count(masks.begin(), masks.end(), 0.0) > 0);
+  CHECK(std::count(masks.begin(), masks.end(), 2.0) > 0);
+}
+
+TEST_CASE("Block counts its children's FLOPs plus the residual adds, as the forward records") {
+  for (double ls : {0.0, 1e-4}) {
+    INFO("layerscale ", ls);
+    Rng rng(1);
+    Block block(8, 2, 2.0, true, NormKind::layernorm, ls, true, 0.0, 0.0, rng, nullptr);
+    const Shape s{2, 5, 8};
+    FlopCounter flops;
+    block(zeros(s));
+    CHECK(block.flop_count(s) == flops.total());
+    // norms 2 * 8 * 80, residual adds 2 * 80, LayerScale 2 * 80 when on.
+    const double children = block.attn().flop_count(s) + block.mlp().flop_count(s);
+    CHECK(block.flop_count(s) == children + 16 * 80 + 2 * 80 + (ls != 0 ? 2 * 80 : 0));
+  }
+}
+
+TEST_CASE("apply_layerscale_to_blocks adds 2 x dim x depth parameters and keeps the others") {
+  Stack model(3, NormKind::layernorm);
+  model.eval();
+  const nn::StateDict before = model.state_dict();
+  const int64_t count = model.num_parameters();
+  nn::apply_layerscale_to_blocks(model, 1e-4);
+  CHECK(model.num_parameters() == count + 2 * 8 * 3);
+  const nn::StateDict after = model.state_dict();
+  CHECK(after.size() == before.size() + 2 * 3);
+  for (const auto& [name, tensor] : before) {
+    REQUIRE_MESSAGE(after.count(name), name);
+    CHECK_MESSAGE(after.at(name).to_vector() == tensor.to_vector(), name);
+  }
+  for (int64_t i = 0; i < 3; ++i)
+    for (const char* ls : {"ls1", "ls2"}) {
+      const std::string name = "blocks." + std::to_string(i) + "." + ls + ".gamma";
+      REQUIRE_MESSAGE(after.count(name), name);
+      CHECK(after.at(name).to_vector() == std::vector<double>(8, double(1e-4f)));
+    }
+  // timm's order inside a block: ls1 right after attn, ls2 right after the MLP.
+  const std::vector<std::string> names = parameter_names(*model.blocks[0]);
+  CHECK(names[6] == "ls1.gamma");
+  CHECK(names.back() == "ls2.gamma");
+  CHECK(!model.blocks[0]->ls1()->is_training());  // follows the block's mode
+  // The new LayerScales are on the forward path: zero gammas make each block the identity.
+  model.to(DType::f64);
+  for (auto& block : model.blocks)
+    for (LayerScale* ls : {block->ls1(), block->ls2()}) {
+      Tensor gamma = ls->gamma();
+      for (int64_t i = 0; i < gamma.numel(); ++i) gamma.data<double>()[i] = 0;
+    }
+  const Tensor x = variable({2, 4, 8}, 10).detach();
+  CHECK((*model.blocks[1])(x).to_vector() == x.to_vector());
+  // A second application finds every block done and changes nothing.
+  nn::apply_layerscale_to_blocks(model, 0.5);
+  CHECK(model.num_parameters() == count + 2 * 8 * 3);
+}
+
+TEST_CASE("Block rejects bad options and inputs with messages") {
+  CHECK_THROWS_WITH_AS(make_block(NormKind::layernorm, 0.1, false)->add_layerscale(0.1),
+                       "Block.add_layerscale: the block already has LayerScale", Error);
+  CHECK_THROWS_WITH_AS(make_block(NormKind::layernorm, 0.0, false)->add_layerscale(0.0),
+                       "Block.add_layerscale: init_value must not be 0", Error);
+  Rng rng(1);
+  CHECK_THROWS_WITH_AS(
+      Block(10, 3, 2.0, true, NormKind::layernorm, 0.0, false, 0.0, 0.0, rng, nullptr),
+      "Attention(dim=10, num_heads=3): dim must be a positive multiple of num_heads", Error);
+  CHECK_THROWS_WITH_AS(
+      Block(8, 2, 0.0, true, NormKind::layernorm, 0.0, false, 0.0, 0.0, rng, nullptr),
+      "Block: mlp_ratio must be positive, got 0", Error);
+  CHECK_THROWS_AS(Block(8, 2, 2.0, true, NormKind::layernorm, 0.0, false, 0.1, 0.0, rng, nullptr),
+                  Error);  // drop-path needs a generator
+  auto block = make_block(NormKind::layernorm, 0.1, true);
+  CHECK_THROWS_WITH_AS((*block)(zeros({2, 5, 6}, DType::f64)),
+                       doctest::Contains("input last axis is 6, expected 8"), Error);
+}
