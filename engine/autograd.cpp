@@ -5,6 +5,7 @@
 
 #include "engine/ops.h"
 #include "engine/parallel.h"
+#include "engine/profile.h"
 
 namespace vg {
 namespace {
@@ -44,9 +45,8 @@ void accumulate(Tensor& acc, const Tensor& g) {
 Tensor fit_to_input(const Tensor& g, const Edge& edge, const Node& node) {
   Tensor out = g;
   if (out.shape() != edge.shape) {
-    check(out.numel() >= shape_numel(edge.shape), "backward of ", node.op,
-          ": gradient of shape ", shape_str(out.shape()), " does not fit input shape ",
-          shape_str(edge.shape));
+    check(out.numel() >= shape_numel(edge.shape), "backward of ", node.op, ": gradient of shape ",
+          shape_str(out.shape()), " does not fit input shape ", shape_str(edge.shape));
     out = sum_to_shape(out, edge.shape);
   }
   if (out.dtype() != edge.dtype) out = out.to(edge.dtype);
@@ -55,7 +55,9 @@ Tensor fit_to_input(const Tensor& g, const Edge& edge, const Node& node) {
 
 }  // namespace
 
-bool grad_enabled() { return t_grad_enabled; }
+bool grad_enabled() {
+  return t_grad_enabled;
+}
 
 bool any_requires_grad(std::initializer_list<Tensor> inputs) {
   if (!t_grad_enabled) return false;
@@ -74,6 +76,7 @@ bool any_requires_grad(const std::vector<Tensor>& inputs) {
 Tensor record(const char* op, Tensor result, const std::vector<Tensor>& inputs,
               BackwardFn backward) {
   if (t_anomaly) check_finite(result, op, t_module_path, "forward");
+  if (t_grad_enabled) profile_forward(op);  // ops inside a backward are charged to it
   if (!any_requires_grad(inputs)) return result;
   auto node = std::make_shared<Node>();
   node->op = op;
@@ -87,8 +90,10 @@ Tensor record(const char* op, Tensor result, const std::vector<Tensor>& inputs,
     if (t.defined()) {
       e.shape = t.shape();
       e.dtype = t.dtype();
-      if (t.grad_fn()) e.node = t.grad_fn();
-      else if (t.requires_grad()) e.leaf = t.impl_ptr();
+      if (t.grad_fn())
+        e.node = t.grad_fn();
+      else if (t.requires_grad())
+        e.leaf = t.impl_ptr();
     }
     node->inputs.push_back(std::move(e));
   }
@@ -116,13 +121,14 @@ Node::~Node() {
 
 void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
   check(root.defined() && gradient.defined(), "backward: undefined tensor or gradient");
-  check(gradient.shape() == root.shape(), "backward: gradient shape ",
-        shape_str(gradient.shape()), " does not match tensor shape ", shape_str(root.shape()));
+  check(gradient.shape() == root.shape(), "backward: gradient shape ", shape_str(gradient.shape()),
+        " does not match tensor shape ", shape_str(root.shape()));
   NoGradGuard no_grad;  // first-order only: backward records nothing
   const Tensor grad0 = gradient.dtype() == root.dtype() ? gradient : gradient.to(root.dtype());
   if (!root.grad_fn()) {
-    check(root.requires_grad(), "backward: the tensor does not require grad and was not made "
-                                "by an op that does");
+    check(root.requires_grad(),
+          "backward: the tensor does not require grad and was not made "
+          "by an op that does");
     Tensor g = root.grad();
     accumulate(g, grad0.clone());
     root.impl()->grad = g;
@@ -165,6 +171,9 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
           "' was freed by an earlier backward(); call backward(retain_graph=true) the first "
           "time to go through it again");
     if (t_anomaly) check_finite(g, n->op, n->module, "backward (gradient of the output)");
+    OpProfiler* profiler = active_profiler();
+    const auto backward_start =
+        profiler ? OpProfiler::Clock::now() : OpProfiler::Clock::time_point{};
     std::vector<Tensor> input_grads = n->backward(g);
     g = Tensor();
     if (!retain_graph) n->backward = nullptr;  // releases the saved tensors now
@@ -189,21 +198,32 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
       }
       if (e.node && --pending_consumers[e.node.get()] == 0) ready.push_back(e.node.get());
     }
+    if (profiler) profiler->charge(std::string(n->op) + " (backward)", backward_start);
   }
 }
 
-NoGradGuard::NoGradGuard() : previous_(t_grad_enabled) { t_grad_enabled = false; }
-NoGradGuard::~NoGradGuard() { t_grad_enabled = previous_; }
+NoGradGuard::NoGradGuard() : previous_(t_grad_enabled) {
+  t_grad_enabled = false;
+}
+NoGradGuard::~NoGradGuard() {
+  t_grad_enabled = previous_;
+}
 
 ModuleScope::ModuleScope(const std::string& name) : previous_length_(t_module_path.size()) {
   if (name.empty()) return;
   if (!t_module_path.empty()) t_module_path += '.';
   t_module_path += name;
 }
-ModuleScope::~ModuleScope() { t_module_path.resize(previous_length_); }
-const std::string& current_module_path() { return t_module_path; }
+ModuleScope::~ModuleScope() {
+  t_module_path.resize(previous_length_);
+}
+const std::string& current_module_path() {
+  return t_module_path;
+}
 
-FlopCounter::FlopCounter() : previous_(t_flop_counter) { t_flop_counter = this; }
+FlopCounter::FlopCounter() : previous_(t_flop_counter) {
+  t_flop_counter = this;
+}
 FlopCounter::~FlopCounter() {
   t_flop_counter = previous_;
   if (previous_) {
@@ -218,9 +238,15 @@ void add_flops(double flops, bool is_matmul) {
   }
 }
 
-AnomalyGuard::AnomalyGuard(bool on) : previous_(t_anomaly) { t_anomaly = on; }
-AnomalyGuard::~AnomalyGuard() { t_anomaly = previous_; }
-bool anomaly_enabled() { return t_anomaly; }
+AnomalyGuard::AnomalyGuard(bool on) : previous_(t_anomaly) {
+  t_anomaly = on;
+}
+AnomalyGuard::~AnomalyGuard() {
+  t_anomaly = previous_;
+}
+bool anomaly_enabled() {
+  return t_anomaly;
+}
 
 void check_finite(const Tensor& t, const char* op, const std::string& module,
                   const char* direction) {
@@ -236,9 +262,9 @@ void check_finite(const Tensor& t, const char* op, const std::string& module,
   });
   if (bad < 0) return;
   const double value = t.to_vector()[bad];
-  throw Error(cat_str("anomaly: ", std::isnan(value) ? "NaN" : "Inf", " in the ", direction,
-                      " of ", op, module.empty() ? "" : " in " + module, " (element ", bad,
-                      " of shape ", shape_str(t.shape()), ")"));
+  throw Error(cat_str("anomaly: ", std::isnan(value) ? "NaN" : "Inf", " in the ", direction, " of ",
+                      op, module.empty() ? "" : " in " + module, " (element ", bad, " of shape ",
+                      shape_str(t.shape()), ")"));
 }
 
 }  // namespace vg

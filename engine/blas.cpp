@@ -1,7 +1,10 @@
 #include "engine/blas.h"
 
 #include <cblas.h>
+#include <strings.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <type_traits>
 
@@ -75,6 +78,24 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const
 const char* blas_core_name() {
   const char* name = openblas_get_corename();
   return name ? name : "unknown";
+}
+
+bool blas_core_narrower_than_cpu(const char* core) {
+  if (!core || !*core || !__builtin_cpu_supports("avx512f")) return false;
+  for (const char* wide : {"skylakex", "cooperlake", "sapphirerapids"})
+    if (!strcasecmp(core, wide)) return false;
+  return true;
+}
+
+std::string blas_core_note() {
+  if (const char* dropped = std::getenv("VITGRAD_DROPPED_CORETYPE"))
+    return std::string("note: OPENBLAS_CORETYPE=") + dropped +
+           " was ignored: this CPU runs wider kernels (set VITGRAD_KEEP_CORETYPE=1 to keep it)";
+  const char* forced = std::getenv("OPENBLAS_CORETYPE");
+  if (forced && blas_core_narrower_than_cpu(forced))
+    return std::string("warning: OPENBLAS_CORETYPE=") + forced +
+           " forces narrower OpenBLAS kernels than this CPU supports (AVX-512)";
+  return "";
 }
 
 }  // namespace vg

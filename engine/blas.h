@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace vg {
 
@@ -20,5 +21,11 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const
 
 // The OpenBLAS kernel family in use, e.g. "Haswell" or "Cooperlake".
 const char* blas_core_name();
+// True when `core` (an OPENBLAS_CORETYPE value) names kernels narrower than the CPU runs:
+// a family without AVX-512 on a CPU with AVX-512.
+bool blas_core_narrower_than_cpu(const char* core);
+// "warning: ..." when OPENBLAS_CORETYPE holds OpenBLAS to narrower kernels than the CPU
+// supports, "note: ..." when it was dropped for that reason (tools/main.cpp); else empty.
+std::string blas_core_note();
 
 }  // namespace vg

@@ -1,9 +1,13 @@
 // vitgrad: one binary, git-style subcommands.
+#include <unistd.h>
+
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "engine/blas.h"
 #include "engine/error.h"
 #include "tools/commands.h"
 
@@ -24,9 +28,28 @@ const char* kUsage =
     "\n"
     "`vitgrad <command> --help` describes a command.\n";
 
+// OpenBLAS picks its kernels once, when it is loaded, and OPENBLAS_CORETYPE overrides the
+// choice. Set to a family narrower than the CPU (e.g. Haswell's AVX2 on an AVX-512 CPU) it
+// halves the speed of every product, so vitgrad starts itself again once without it, unless
+// VITGRAD_KEEP_CORETYPE is set to a value other than 0. Each kernel family gives its own
+// bits: runs are reproducible for a given family, which `vitgrad bench` prints.
+void use_widest_blas_kernels(char** argv) {
+  const char* forced = std::getenv("OPENBLAS_CORETYPE");
+  const char* keep = std::getenv("VITGRAD_KEEP_CORETYPE");
+  if (!forced || (keep && *keep && std::strcmp(keep, "0") != 0)) return;
+  if (!vg::blas_core_narrower_than_cpu(forced)) return;
+  setenv("VITGRAD_DROPPED_CORETYPE", forced, 1);
+  unsetenv("OPENBLAS_CORETYPE");
+  execv("/proc/self/exe", argv);
+  // exec failed: go on with the kernels OpenBLAS already chose
+  setenv("OPENBLAS_CORETYPE", std::getenv("VITGRAD_DROPPED_CORETYPE"), 1);
+  unsetenv("VITGRAD_DROPPED_CORETYPE");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  use_widest_blas_kernels(argv);
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
     std::cout << kUsage;
     return argc < 2 ? 2 : 0;
@@ -40,6 +63,7 @@ int main(int argc, char** argv) {
     if (command == "graph") return vg::tools::run_graph(args);
     if (command == "demo") return vg::tools::run_demo(args);
     if (command == "plot") return vg::tools::run_plot(args);
+    if (command == "bench") return vg::tools::run_bench(args);
     throw vg::tools::UsageError("vitgrad: unknown command '" + command + "' (see vitgrad --help)");
   } catch (const vg::tools::UsageError& e) {
     std::cerr << e.what() << "\n";  // already "vitgrad <command>: ..."

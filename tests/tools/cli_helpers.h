@@ -24,13 +24,14 @@ inline std::string read_text(const std::filesystem::path& path) {
   return s.str();
 }
 
-// `vitgrad ARGS` with stdout and stderr captured (arguments are passed through the shell).
-inline CommandResult vitgrad(const std::string& args) {
+// `vitgrad ARGS` with stdout and stderr captured (arguments are passed through the shell);
+// `env` ("NAME=value ...") is put before the command.
+inline CommandResult vitgrad(const std::string& args, const std::string& env = "") {
   static int counter = 0;
   const auto base = std::filesystem::temp_directory_path() /
                     ("vg_cli_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-  const std::string command = std::string(VG_VITGRAD_EXE) + " " + args + " >" + base.string() +
-                              ".out 2>" + base.string() + ".err </dev/null";
+  const std::string command = env + " " + std::string(VG_VITGRAD_EXE) + " " + args + " >" +
+                              base.string() + ".out 2>" + base.string() + ".err </dev/null";
   const int status = std::system(command.c_str());
   CommandResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -43,8 +44,8 @@ inline CommandResult vitgrad(const std::string& args) {
 
 // A fresh, empty folder for one test.
 inline std::filesystem::path fresh_dir(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("vg_" + name + "_" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("vg_" + name + "_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;

@@ -110,7 +110,7 @@ TEST_CASE("every misuse is one line on stderr and exit code 2") {
 }
 
 TEST_CASE("every command answers --help") {
-  for (const char* command : {"train", "eval", "summary", "plot", "graph"}) {
+  for (const char* command : {"train", "eval", "summary", "plot", "graph", "bench"}) {
     const auto r = vitgrad(std::string(command) + " --help");
     INFO(command);
     CHECK(r.exit_code == 0);

@@ -1,0 +1,77 @@
+// `vitgrad bench`: the JSON line carries sane numbers (never a timing threshold), a training
+// step needs no new heap buffers after warm-up, and OPENBLAS_CORETYPE is handled as the
+// README says.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/tools/cli_helpers.h"
+
+using vg::testing::vitgrad;
+
+namespace {
+const std::string kTiny = "bench --depth 2 --dim 16 --heads 2 --batch 8 --steps 3 --threads 2 ";
+
+nlohmann::json bench_json(const std::string& extra, const std::string& env = "") {
+  const auto r = vitgrad(kTiny + "--json " + extra, env);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  return nlohmann::json::parse(r.out);
+}
+}  // namespace
+
+TEST_CASE("bench --json reports consistent figures and no heap allocations after warm-up") {
+  const nlohmann::json j = bench_json("--layerscale 1e-4 --grn");
+  for (const char* key : {"images_per_s", "ms_per_step", "gflops", "sgemm_gflops", "peak_rss_mb",
+                          "heap_allocations_per_step"})
+    REQUIRE(j.at(key).is_number());
+  CHECK(j.at("images_per_s").get<double>() > 0);
+  // images/s and ms/step describe the same median step of 8 images.
+  CHECK(j.at("images_per_s").get<double>() * j.at("ms_per_step").get<double>() / 1000 ==
+        doctest::Approx(8).epsilon(1e-9));
+  CHECK(j.at("gflops").get<double>() > 0);
+  CHECK(j.at("sgemm_gflops").get<double>() > 0);
+  CHECK(j.at("peak_rss_mb").get<double>() > 1);
+  CHECK(j.at("peak_rss_mb").get<double>() < 4096);
+  CHECK(j.at("heap_allocations_per_step").get<double>() == 0);
+  CHECK(j.at("threads") == 2);
+  CHECK(j.at("batch") == 8);
+  CHECK(!j.at("blas_core").get<std::string>().empty());
+}
+
+TEST_CASE("bench --profile lists the forward and backward of the ops") {
+  const auto r = vitgrad(kTiny + "--profile");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  for (const char* row : {"images/s: ", "matmul GFLOP/s: ", "peak RSS: ", "linear (backward)",
+                          "layer_norm ", "scaled_dot_product_attention (backward)", "optimiser"})
+    CHECK(r.out.find(row) != std::string::npos);
+}
+
+TEST_CASE("bench misuse is one line and exit code 2") {
+  for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
+           {"bench --steps 0", "--steps must be between 1"},
+           {"bench --json --profile", "give --json or --profile, not both"},
+           {"bench --batch x", "--batch expects a whole number"},
+           {"bench --dim 30 --heads 4", "embed_dim 30 is not divisible by num_heads 4"}}) {
+    const auto r = vitgrad(args);
+    INFO("vitgrad ", args, "\nstderr: ", r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find(message) != std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
+}
+
+TEST_CASE("OPENBLAS_CORETYPE: a narrower family is dropped unless VITGRAD_KEEP_CORETYPE is set") {
+  const nlohmann::json kept = bench_json("", "OPENBLAS_CORETYPE=Haswell VITGRAD_KEEP_CORETYPE=1");
+  CHECK(kept.at("blas_core") == "Haswell");
+  const auto r = vitgrad(kTiny + "--json", "OPENBLAS_CORETYPE=Haswell");
+  REQUIRE(r.exit_code == 0);
+  const std::string core = nlohmann::json::parse(r.out).at("blas_core");
+  if (__builtin_cpu_supports("avx512f")) {  // the CPU runs wider kernels: Haswell is dropped
+    CHECK(core != "Haswell");
+    CHECK(r.err.find("OPENBLAS_CORETYPE=Haswell was ignored") != std::string::npos);
+  } else {  // nothing wider to gain: the user's choice stands
+    CHECK(core == "Haswell");
+  }
+}

@@ -1,0 +1,173 @@
+// `vitgrad bench`: times training steps (forward, cross-entropy, backward, AdamW) of a model
+// on random images, after warm-up, and reports the median step, images/s, the matmul rate,
+// peak memory and the OpenBLAS kernels; --profile adds where the time goes per op.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <iomanip>
+#include <iostream>
+#include <optional>
+
+#include "engine/autograd.h"
+#include "engine/blas.h"
+#include "engine/ops.h"
+#include "engine/optim/adamw.h"
+#include "engine/optim/param_groups.h"
+#include "engine/parallel.h"
+#include "engine/profile.h"
+#include "engine/storage.h"
+#include "models/vit.h"
+#include "tools/args.h"
+#include "tools/model_flags.h"
+
+namespace vg::tools {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+double peak_rss_mb() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return double(usage.ru_maxrss) / 1024.0;  // kilobytes on Linux
+}
+
+// The best rate of a 1024^3 sgemm on the engine's threads: the ceiling the model's products
+// are measured against.
+double sgemm_gflops() {
+  const int64_t n = 1024;
+  Rng rng(1);
+  const Tensor a = randn({n, n}, rng), b = randn({n, n}, rng);
+  Tensor c = Tensor::empty({n, n});
+  double best = 1e30;
+  for (int rep = 0; rep < 5; ++rep) {
+    const auto t0 = Clock::now();
+    gemm(false, false, n, n, n, 1.0f, a.data<float>(), n, b.data<float>(), n, 0.0f, c.data<float>(),
+         n);
+    best = std::min(best, seconds_since(t0));
+  }
+  return 2.0 * double(n) * n * n / best / 1e9;
+}
+
+void print_profile(const std::map<std::string, double>& seconds, int64_t steps) {
+  std::vector<std::pair<double, std::string>> rows;
+  double total = 0;
+  for (const auto& [name, s] : seconds) {
+    rows.push_back({s, name});
+    total += s;
+  }
+  std::sort(rows.rbegin(), rows.rend());
+  std::cout << "\nper op, ms per step (forward: since the previous op; backward: the closure and "
+               "the gradient accumulation):\n";
+  for (const auto& [s, name] : rows) {
+    std::cout << "  " << std::left << std::setw(36) << name << std::right << std::fixed
+              << std::setprecision(2) << std::setw(9) << 1e3 * s / double(steps) << " ms "
+              << std::setprecision(1) << std::setw(5) << 100 * s / total << "%\n";
+  }
+}
+
+}  // namespace
+
+int run_bench(const std::vector<std::string>& argv) {
+  std::vector<Flag> flags = model_flags();
+  const std::vector<Flag> own = {
+      {"--batch", "N", "images per step (default 128)"},
+      {"--steps", "N", "timed steps (default 10)"},
+      {"--warmup", "N", "untimed steps first (default 2)"},
+      {"--threads", "N", "threads for kernels and products (default: all cores)"},
+      {"--profile", "", "also print the time per op (forward and backward) and optimiser"},
+      {"--json", "", "print one JSON line instead of the report"}};
+  flags.insert(flags.end(), own.begin(), own.end());
+  ArgParser args("bench", "vitgrad bench [--preset NAME | --config FILE] [model flags] [options]",
+                 flags);
+  args.parse(argv);
+  if (args.help_requested()) {
+    std::cout << args.help();
+    return 0;
+  }
+  if (args.on("--json") && args.on("--profile")) args.fail("give --json or --profile, not both");
+  const ViTConfig config = model_from_flags(args);
+  const int64_t batch = args.integer("--batch", 128, 1, 65536);
+  const int64_t steps = args.integer("--steps", 10, 1, 1000000);
+  const int64_t warmup = args.integer("--warmup", 2, 0, 1000000);
+  if (args.has("--threads")) set_num_threads(int(args.integer("--threads", 0, 1, 256)));
+
+  ViT model(config, 0);
+  model.train();
+  optim::AdamW opt(optim::param_groups_weight_decay(model.named_parameters(), 0.05));
+  opt.set_lr(1e-3);
+  Rng rng(7);
+  const Tensor images = randn({batch, config.img_size, config.img_size, config.in_chans}, rng);
+  std::vector<int32_t> labels(static_cast<size_t>(batch));
+  for (auto& l : labels) l = int32_t(rng.below(uint64_t(config.num_classes)));
+
+  double matmul_flops = 0;  // of one training step: the backward does twice the forward's
+  {
+    NoGradGuard no_grad;
+    FlopCounter flops;
+    model.forward(images);
+    matmul_flops = 3 * flops.matmul();
+  }
+  std::optional<OpProfiler> profiler;
+  auto step = [&] {
+    if (profiler) profiler->mark();
+    Tensor loss = cross_entropy(model.forward(images), labels);
+    loss.item();
+    loss.backward();
+    ProfileSection section("optimiser (AdamW step, zero_grad)");
+    opt.step();
+    opt.zero_grad();
+  };
+  for (int64_t i = 0; i < warmup; ++i) step();
+  const MemoryStats before = memory_stats();
+  if (args.on("--profile")) profiler.emplace();
+  std::vector<double> times;
+  for (int64_t i = 0; i < steps; ++i) {
+    const auto t0 = Clock::now();
+    step();
+    times.push_back(seconds_since(t0));
+  }
+  const MemoryStats after = memory_stats();
+  std::map<std::string, double> profile_copy;
+  if (profiler) profile_copy = profiler->seconds();
+  profiler.reset();
+  std::vector<double> sorted = times;
+  std::sort(sorted.begin(), sorted.end());
+  const size_t n = sorted.size();
+  const double median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+  const double ips = double(batch) / median, gflops = matmul_flops / median / 1e9;
+  const double sgemm = sgemm_gflops();
+  const double rss = peak_rss_mb();
+  const std::string core = blas_core_name();
+  const double allocs = double(after.heap_allocations - before.heap_allocations) / double(steps);
+  if (args.on("--json")) {
+    std::cout << nlohmann::json{{"images_per_s", ips},      {"ms_per_step", 1e3 * median},
+                                {"gflops", gflops},         {"sgemm_gflops", sgemm},
+                                {"peak_rss_mb", rss},       {"heap_allocations_per_step", allocs},
+                                {"threads", num_threads()}, {"batch", batch},
+                                {"blas_core", core}}
+                     .dump()
+              << "\n";
+  } else {
+    std::cout << std::fixed << std::setprecision(2) << "ms/step (median of " << steps
+              << "): " << 1e3 * median << "  [" << 1e3 * sorted.front() << " .. "
+              << 1e3 * sorted.back() << "]\n"
+              << "images/s: " << std::setprecision(1) << ips << "\n"
+              << "matmul GFLOP/s: " << gflops << " (" << std::setprecision(0)
+              << 100 * gflops / sgemm << "% of a 1024^3 sgemm: " << std::setprecision(1) << sgemm
+              << ")\n"
+              << "peak RSS: " << rss << " MB\n"
+              << "heap allocations per step: " << allocs << "\n"
+              << "threads: " << num_threads() << "  OpenBLAS kernels: " << core << "\n";
+  }
+  if (const std::string note = blas_core_note(); !note.empty()) std::cerr << note << "\n";
+  if (args.on("--profile")) print_profile(profile_copy, steps);
+  return 0;
+}
+
+}  // namespace vg::tools
