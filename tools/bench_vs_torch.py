@@ -1,0 +1,220 @@
+#!/usr/bin/env python3
+"""vitgrad against PyTorch: the same ViT training step, side by side, in one run.
+
+For every configuration it runs `vitgrad bench --json` and a plain-PyTorch model with timm's
+ViT semantics (pre-norm blocks, LayerScale, exact GELU, MLP ratio 4, class token, AdamW) on
+random 28x28x1 images, alternating the two engines, on the same threads and in the same
+environment, and prints images/s, the ratio and the peak RSS of each as a Markdown table.
+
+Two environments can be measured:
+  best     OPENBLAS_CORETYPE unset, OMP_WAIT_POLICY=passive: PyTorch's best setting here.
+  default  the environment this script was started in, as it is.
+
+Needs python3-torch; not part of `make test`. Example:
+  python3 tools/bench_vs_torch.py --vitgrad build/vitgrad --env best --env default
+"""
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+# (label, dim, depth, heads, batch, norm, grn)
+CONFIGS = [
+    ("dim 64, depth 6, heads 4", 64, 6, 4, 128, "layernorm", False),
+    ("dim 128, depth 6, heads 4", 128, 6, 4, 128, "layernorm", False),
+    ("dim 192, depth 12, heads 3", 192, 12, 3, 128, "layernorm", False),
+    ("dim 192, depth 36, heads 3, batch 64", 192, 36, 3, 64, "layernorm", False),
+    ("same, LearnableScaler norms + GRN", 192, 36, 3, 64, "learnable_scaler", True),
+]
+
+
+# --- the PyTorch side: runs in a child process, so that its peak RSS is its own -------------
+
+def torch_child(spec):
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    torch.set_num_threads(spec["threads"])
+    torch.manual_seed(0)
+    dim, depth, heads, batch = spec["dim"], spec["depth"], spec["heads"], spec["batch"]
+
+    class LearnableScaler(nn.Module):  # y = a * x + b per channel
+        def __init__(self, d):
+            super().__init__()
+            self.a = nn.Parameter(torch.randn(d))
+            self.b = nn.Parameter(torch.zeros(d))
+
+        def forward(self, x):
+            return x * self.a + self.b
+
+    class GRN(nn.Module):  # ConvNeXt-V2 GRN over the tokens of each sample
+        def __init__(self, d):
+            super().__init__()
+            self.gamma = nn.Parameter(torch.zeros(d))
+            self.beta = nn.Parameter(torch.zeros(d))
+
+        def forward(self, x):
+            g = torch.norm(x, p=2, dim=1, keepdim=True)
+            n = g / (g.mean(dim=-1, keepdim=True) + 1e-6)
+            return self.gamma * (x * n) + self.beta + x
+
+    def norm(d):
+        return LearnableScaler(d) if spec["norm"] == "learnable_scaler" else nn.LayerNorm(d, eps=1e-6)
+
+    class Attention(nn.Module):  # timm 0.9 with fused_attn off (torch 1.13 has no SDPA)
+        def __init__(self):
+            super().__init__()
+            self.qkv = nn.Linear(dim, 3 * dim)
+            self.proj = nn.Linear(dim, dim)
+            self.scale = (dim // heads) ** -0.5
+
+        def forward(self, x):
+            B, N, C = x.shape
+            qkv = self.qkv(x).reshape(B, N, 3, heads, C // heads).permute(2, 0, 3, 1, 4)
+            q, k, v = qkv.unbind(0)
+            attn = ((q * self.scale) @ k.transpose(-2, -1)).softmax(dim=-1)
+            return self.proj((attn @ v).transpose(1, 2).reshape(B, N, C))
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm1, self.attn = norm(dim), Attention()
+            self.ls1 = nn.Parameter(1e-4 * torch.ones(dim))
+            self.norm2 = norm(dim)
+            layers = [nn.Linear(dim, 4 * dim), nn.GELU()]
+            if spec["grn"]:
+                layers.append(GRN(4 * dim))
+            layers.append(nn.Linear(4 * dim, dim))
+            self.mlp = nn.Sequential(*layers)
+            self.ls2 = nn.Parameter(1e-4 * torch.ones(dim))
+
+        def forward(self, x):
+            x = x + self.ls1 * self.attn(self.norm1(x))
+            return x + self.ls2 * self.mlp(self.norm2(x))
+
+    class ViT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.patch_embed = nn.Conv2d(1, dim, 4, 4)
+            self.cls_token = nn.Parameter(torch.zeros(1, 1, dim))
+            self.pos_embed = nn.Parameter(0.02 * torch.randn(1, 50, dim))
+            self.blocks = nn.Sequential(*[Block() for _ in range(depth)])
+            self.norm = norm(dim)
+            self.head = nn.Linear(dim, 10)
+
+        def forward(self, x):
+            x = self.patch_embed(x).flatten(2).transpose(1, 2)
+            x = torch.cat([self.cls_token.expand(x.shape[0], -1, -1), x], dim=1) + self.pos_embed
+            return self.head(self.norm(self.blocks(x))[:, 0])
+
+    model = ViT()
+    # As vitgrad: no weight decay on biases, norms, LayerScale, cls_token and pos_embed.
+    decayed = [p.ndim >= 2 and p is not model.pos_embed and p is not model.cls_token
+               for p in model.parameters()]
+    decay = [p for p, d in zip(model.parameters(), decayed) if d]
+    no_decay = [p for p, d in zip(model.parameters(), decayed) if not d]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.05},
+                             {"params": no_decay, "weight_decay": 0.0}], lr=1e-3)
+    images = torch.randn(batch, 1, 28, 28)
+    labels = torch.randint(0, 10, (batch,))
+
+    def step():
+        loss = F.cross_entropy(model(images), labels)
+        loss.item()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+
+    for _ in range(spec["warmup"]):
+        step()
+    times = []
+    for _ in range(spec["steps"]):
+        t0 = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t0)
+    median = statistics.median(times)
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    print(json.dumps({"images_per_s": batch / median, "ms_per_step": 1e3 * median,
+                      "peak_rss_mb": rss}))
+
+
+# --- the driver ---------------------------------------------------------------------------
+
+def environment(kind):
+    env = dict(os.environ)
+    if kind == "best":
+        env.pop("OPENBLAS_CORETYPE", None)
+        env["OMP_WAIT_POLICY"] = "passive"
+    return env
+
+
+def describe(env):
+    return ", ".join(f"{k}={env[k]}" if k in env else f"{k} unset"
+                     for k in ("OPENBLAS_CORETYPE", "OMP_WAIT_POLICY"))
+
+
+def run_json(cmd, env):
+    out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--vitgrad", default="build/vitgrad", help="the vitgrad binary")
+    ap.add_argument("--env", action="append", choices=["best", "default"],
+                    help="environment(s) to measure (default: best)")
+    ap.add_argument("--python", default="/usr/bin/python3" if os.path.exists("/usr/bin/python3")
+                    else sys.executable, help="the Python that has torch (Debian's python3-torch)")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=6, help="timed steps per run")
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=2,
+                    help="alternating runs of each engine; the best of each is kept")
+    ap.add_argument("--configs", default="",
+                    help="comma-separated indices into the table (0-4; default: all)")
+    ap.add_argument("--torch-child", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.torch_child:
+        torch_child(json.loads(a.torch_child))
+        return
+    picked = [CONFIGS[int(i)] for i in a.configs.split(",")] if a.configs else CONFIGS
+    print(f"# threads {a.threads}, {a.steps} timed steps after {a.warmup} warm-up, "
+          f"best of {a.repeats} alternating runs per engine; "
+          f"load average at start: {os.getloadavg()[0]:.2f}")
+    for kind in a.env or ["best"]:
+        env = environment(kind)
+        print(f"\n## environment '{kind}': {describe(env)}\n")
+        print("| config | PyTorch img/s | vitgrad img/s | ratio | PyTorch RSS MB | "
+              "vitgrad RSS MB | RSS ratio | vitgrad matmul GFLOP/s | sgemm GFLOP/s |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for label, dim, depth, heads, batch, norm, grn in picked:
+            vg_cmd = [a.vitgrad, "bench", "--json", "--dim", str(dim), "--depth", str(depth),
+                      "--heads", str(heads), "--batch", str(batch), "--mlp-ratio", "4",
+                      "--layerscale", "1e-4", "--norm", norm, "--threads", str(a.threads),
+                      "--steps", str(a.steps), "--warmup", str(a.warmup)] + (["--grn"] if grn else [])
+            spec = dict(dim=dim, depth=depth, heads=heads, batch=batch, norm=norm, grn=grn,
+                        threads=a.threads, steps=a.steps, warmup=a.warmup)
+            torch_cmd = [a.python, os.path.abspath(__file__), "--torch-child", json.dumps(spec)]
+            vg_runs, torch_runs = [], []
+            for _ in range(a.repeats):
+                vg_runs.append(run_json(vg_cmd, env))
+                torch_runs.append(run_json(torch_cmd, env))
+            v = max(vg_runs, key=lambda r: r["images_per_s"])
+            t = max(torch_runs, key=lambda r: r["images_per_s"])
+            v_rss = max(r["peak_rss_mb"] for r in vg_runs)
+            t_rss = max(r["peak_rss_mb"] for r in torch_runs)
+            print(f"| {label} | {t['images_per_s']:.0f} | {v['images_per_s']:.0f} | "
+                  f"{v['images_per_s'] / t['images_per_s']:.2f}x | {t_rss:.0f} | {v_rss:.0f} | "
+                  f"{v_rss / t_rss:.2f} | {v['gflops']:.0f} | {v['sgemm_gflops']:.0f} |",
+                  flush=True)
+    print(f"\nload average at end: {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
