@@ -9,30 +9,30 @@ ViT::ViT(const ViTConfig& config, uint64_t seed)
   config_.validate();
   Rng rng(seed);
   const int64_t E = config_.embed_dim;
-  const nn::NormKind norm = config_.norm == "layernorm" ? nn::NormKind::layernorm
-                                                        : nn::NormKind::learnable_scaler;
+  const nn::NormKind norm =
+      config_.norm == "layernorm" ? nn::NormKind::layernorm : nn::NormKind::learnable_scaler;
   // Registration order = timm's state_dict order: cls_token, pos_embed, patch_embed, blocks,
   // norm, head.
-  cls_token_ = register_parameter("cls_token", randn({1, 1, E}, rng) * 1e-6,
+  cls_token_ =
+      register_parameter("cls_token", randn({1, 1, E}, rng) * 1e-6, {.no_weight_decay = true});
+  pos_embed_ = register_parameter("pos_embed",
+                                  trunc_normal({1, config_.num_patches() + 1, E}, rng, 0.0, 0.02),
                                   {.no_weight_decay = true});
-  pos_embed_ = register_parameter(
-      "pos_embed", trunc_normal({1, config_.num_patches() + 1, E}, rng, 0.0, 0.02),
-      {.no_weight_decay = true});
   patch_embed_ = register_module(
       "patch_embed", std::make_shared<nn::PatchEmbed>(config_.img_size, config_.patch_size,
                                                       config_.in_chans, E, rng));
-  pos_drop_ = register_module("pos_drop", std::make_shared<nn::Dropout>(config_.dropout,
-                                                                        dropout_rng_));
+  pos_drop_ =
+      register_module("pos_drop", std::make_shared<nn::Dropout>(config_.dropout, dropout_rng_));
   const double ls_init = config_.layerscale_init();
   for (int64_t i = 0; i < config_.depth; ++i) {
     // timm: torch.linspace(0, drop_path_rate, depth)
     const double dpr =
         config_.depth > 1 ? config_.drop_path_rate * double(i) / double(config_.depth - 1) : 0.0;
-    blocks_.push_back(register_module(
-        "blocks." + std::to_string(i),
-        std::make_shared<nn::Block>(E, config_.num_heads, config_.mlp_ratio, config_.qkv_bias,
-                                    norm, ls_init, config_.grn, dpr, config_.dropout, rng,
-                                    dropout_rng_)));
+    blocks_.push_back(
+        register_module("blocks." + std::to_string(i),
+                        std::make_shared<nn::Block>(E, config_.num_heads, config_.mlp_ratio,
+                                                    config_.qkv_bias, norm, ls_init, config_.grn,
+                                                    dpr, config_.dropout, rng, dropout_rng_)));
   }
   norm_ = register_module(config_.global_pool == "token" ? "norm" : "fc_norm",
                           nn::make_norm(norm, E, rng));
@@ -63,6 +63,8 @@ double ViT::flop_count(const Shape& s) const {
   for (const auto& block : blocks_) flops += block->flop_count(seq);
   const Shape pooled{s[0], config_.embed_dim};
   flops += norm_->flop_count(config_.global_pool == "token" ? seq : pooled);
+  // avg pooling: the mean over the patch tokens is a sum and one scale per output.
+  if (config_.global_pool == "avg") flops += double(shape_numel(tokens) + shape_numel(pooled));
   flops += head_->flop_count(pooled);
   return flops;
 }

@@ -36,6 +36,7 @@ class ViT : public nn::Module {
   Rng& dropout_rng() { return *dropout_rng_; }
   int64_t depth() const { return static_cast<int64_t>(blocks_.size()); }
   nn::Block& block(int64_t i) { return *blocks_.at(i); }
+  const nn::Block& block(int64_t i) const { return *blocks_.at(i); }
 
  private:
   ViTConfig config_;
