@@ -1,0 +1,111 @@
+#include "models/vit_config.h"
+
+#include <doctest/doctest.h>
+
+#include "engine/error.h"
+
+using namespace vg;
+using nlohmann::json;
+
+TEST_CASE("ViTConfig round-trips through JSON, every field included") {
+  ViTConfig c;
+  c.img_size = 32;
+  c.patch_size = 8;
+  c.in_chans = 3;
+  c.num_classes = 100;
+  c.embed_dim = 96;
+  c.depth = 7;
+  c.num_heads = 3;
+  c.mlp_ratio = 3.5;
+  c.qkv_bias = false;
+  c.norm = "learnable_scaler";
+  c.layerscale = "1e-4";
+  c.grn = true;
+  c.global_pool = "avg";
+  c.drop_path_rate = 0.15;
+  c.dropout = 0.05;
+  const json j = c.to_json();
+  CHECK(j.size() == 15);
+  CHECK(j.at("layerscale") == "1e-4");
+  CHECK(j.at("norm") == "learnable_scaler");
+  CHECK(ViTConfig::from_json(j) == c);
+  CHECK(ViTConfig::from_json(json::parse(j.dump())) == c);  // through text as well
+  for (const std::string& name : preset_names())
+    CHECK_MESSAGE(ViTConfig::from_json(preset(name).to_json()) == preset(name), name);
+}
+
+TEST_CASE("ViTConfig fills missing keys with the defaults and reads a numeric layerscale") {
+  CHECK(ViTConfig::from_json(json::object()) == ViTConfig{});
+  const ViTConfig c = ViTConfig::from_json({{"depth", 3}, {"layerscale", 0.0001}});
+  CHECK(c.depth == 3);
+  CHECK(c.layerscale_init() == 1e-4);
+  CHECK(ViTConfig::from_json({{"layerscale", "none"}}).layerscale_init() == 0);
+}
+
+TEST_CASE("LayerScale 'auto' follows the CaiT rule: <= 18 -> 0.1, <= 24 -> 1e-5, deeper 1e-6") {
+  ViTConfig c;
+  c.layerscale = "auto";
+  const std::vector<std::pair<int64_t, double>> expected{
+      {1, 0.1}, {12, 0.1}, {18, 0.1}, {19, 1e-5}, {24, 1e-5}, {25, 1e-6}, {36, 1e-6}, {48, 1e-6}};
+  for (const auto& [depth, init] : expected) {
+    c.depth = depth;
+    CHECK_MESSAGE(c.layerscale_init() == init, "depth ", depth);
+  }
+}
+
+TEST_CASE("ViTConfig validation names the field and the value") {
+  auto error_of = [](const json& j) {
+    try {
+      ViTConfig::from_json(j);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK(error_of({{"embed_dim", 30}, {"num_heads", 4}}) ==
+        "ViTConfig: embed_dim 30 is not divisible by num_heads 4");
+  CHECK(error_of({{"img_size", 28}, {"patch_size", 5}}) ==
+        "ViTConfig: img_size 28 is not divisible by patch_size 5");
+  CHECK(error_of({{"depth", 0}}) == "ViTConfig: 'depth' must be positive, got 0");
+  CHECK(error_of({{"depth", 2.5}}) == "ViTConfig: 'depth' must be an integer, got 2.5");
+  CHECK(error_of({{"qkv_bias", "yes"}}) ==
+        "ViTConfig: 'qkv_bias' must be true or false, got \"yes\"");
+  CHECK(error_of({{"norm", "batchnorm"}}) ==
+        "ViTConfig: 'norm' must be layernorm or learnable_scaler, got 'batchnorm'");
+  CHECK(error_of({{"layerscale", "big"}}) ==
+        "ViTConfig: 'layerscale' must be none, auto or a positive number, got 'big'");
+  CHECK(error_of({{"layerscale", -1}}) ==
+        "ViTConfig: 'layerscale' must be none, auto or a positive number, got '-1.0'");
+  CHECK(error_of({{"global_pool", "max"}}) ==
+        "ViTConfig: 'global_pool' must be token or avg, got 'max'");
+  CHECK(error_of({{"drop_path_rate", 1.0}}) ==
+        "ViTConfig: 'drop_path_rate' must be in [0, 1), got 1");
+  CHECK(error_of({{"dropout", -0.1}}) == "ViTConfig: 'dropout' must be in [0, 1), got -0.1");
+  CHECK(error_of({{"mlp_ratio", 0}}) == "ViTConfig: 'mlp_ratio' must be positive, got 0");
+  CHECK(error_of({{"depht", 3}}) == "ViTConfig: unknown key 'depht'");
+  CHECK(error_of(json::array()) == "ViTConfig: expected a JSON object, got array");
+}
+
+TEST_CASE("presets: fmnist-tiny is the small default, a deep preset has depth >= 24") {
+  const std::vector<std::string> names = preset_names();
+  REQUIRE(names.size() >= 2);
+  CHECK(names[0] == "fmnist-tiny");
+  const ViTConfig tiny = preset("fmnist-tiny");
+  CHECK(tiny.img_size == 28);
+  CHECK(tiny.in_chans == 1);
+  CHECK(tiny.num_classes == 10);
+  CHECK(tiny.layerscale == "none");
+  bool has_deep = false;
+  for (const std::string& name : names) {
+    const ViTConfig c = preset(name);
+    CHECK_NOTHROW(c.validate());
+    CHECK(!preset_description(name).empty());
+    has_deep = has_deep || c.depth >= 24;
+  }
+  CHECK(has_deep);
+  CHECK(preset("fmnist-deep").depth == 24);
+  CHECK(preset("fmnist-deep").layerscale_init() == 1e-5);
+  CHECK(preset("fmnist-ls36").norm == "learnable_scaler");
+  CHECK_THROWS_WITH_AS(preset("imagenet"),
+                       doctest::Contains("unknown preset 'imagenet' (known: fmnist-tiny"), Error);
+}
