@@ -39,7 +39,10 @@ TEST_CASE("gelu, tanh, sigmoid and relu match known numbers") {
 
 TEST_CASE("binary ops pass gradcheck, including operands that broadcast along each axis") {
   const Shape full_shape{2, 3, 4};
-  const std::vector<Shape> partners{{2, 3, 4}, {4}, {3, 1}, {2, 1, 1}, {1, 3, 4}, {2, 1, 4}, {}};
+  // Broadcast along each single axis ({1,3,4}, {2,1,4}, {2,3,1}), along pairs, by missing
+  // leading axes, and as a scalar.
+  const std::vector<Shape> partners{{2, 3, 4}, {4},       {3, 1},    {2, 1, 1}, {1, 3, 4},
+                                    {2, 1, 4}, {2, 3, 1}, {1, 1, 4}, {1, 3, 1}, {}};
   for (const Shape& s : partners) {
     Tensor a = variable(full_shape, 1), b = variable(s, 2, 3.0);  // b away from 0 for div
     INFO("partner shape ", shape_str(s));
@@ -49,6 +52,20 @@ TEST_CASE("binary ops pass gradcheck, including operands that broadcast along ea
     expect_gradients("div", [](auto& in) { return div(in[0], in[1]); }, {a, b});
     expect_gradients("div, broadcast numerator", [](auto& in) { return div(in[1], in[0]); },
                      {variable(full_shape, 3, 3.0), b});
+  }
+}
+
+TEST_CASE("binary ops pass gradcheck when both operands broadcast") {
+  // (2,1,4) op (1,3,1) -> (2,3,4): each operand's gradient is summed over its own axes.
+  const std::vector<std::pair<Shape, Shape>> pairs{
+      {{2, 1, 4}, {1, 3, 1}}, {{3, 1}, {1, 4}}, {{1, 3, 1}, {2, 1, 1, 4}}};
+  for (const auto& [sa, sb] : pairs) {
+    INFO("shapes ", shape_str(sa), " and ", shape_str(sb));
+    Tensor a = variable(sa, 6, 3.0), b = variable(sb, 7, 3.0);
+    expect_gradients("add", [](auto& in) { return add(in[0], in[1]); }, {a, b});
+    expect_gradients("sub", [](auto& in) { return sub(in[0], in[1]); }, {a, b});
+    expect_gradients("mul", [](auto& in) { return mul(in[0], in[1]); }, {a, b});
+    expect_gradients("div", [](auto& in) { return div(in[0], in[1]); }, {a, b});
   }
 }
 
@@ -68,6 +85,7 @@ TEST_CASE("unary and scalar ops pass gradcheck") {
   expect_gradients("gelu", [](auto& in) { return gelu(in[0]); }, {x});
   expect_gradients("gelu tanh", [](auto& in) { return gelu(in[0], GeluApprox::tanh); }, {x});
   expect_gradients("scalar ops", [](auto& in) { return (2.0 - in[0] * 3.0 + 1.0) / 4.0; }, {x});
+  expect_gradients("tensor minus scalar", [](auto& in) { return sub(in[0], 1.5); }, {x});
   expect_gradients("scalar divided by tensor", [](auto& in) { return 2.0 / in[0]; }, {pos});
   expect_gradients("clone", [](auto& in) { return in[0].clone(); }, {x});
   expect_gradients("reshape", [](auto& in) { return in[0].reshape({5, 3}) * 2.0; }, {x});
