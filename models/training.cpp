@@ -23,6 +23,7 @@
 #include "engine/optim/schedule.h"
 #include "engine/optim/sgd.h"
 #include "models/ema.h"
+#include "models/restore.h"
 
 namespace vg {
 namespace {
@@ -316,10 +317,10 @@ TrainResult train(const TrainOptions& options, std::ostream& log) {
   std::optional<Checkpoint> init;
   if (!options.init.empty()) {
     init = load_checkpoint(options.init);
-    run.options.model = ViTConfig::from_json(init->config);
+    run.options.model = checkpoint_config(*init, options.init);
   }
   run.model = std::make_unique<ViT>(run.options.model, options.seed);
-  if (init) run.model->load_state_dict(init->model);
+  if (init) restore_checkpoint(*init, options.init, {.model = run.model.get()});
   prepare_data(run);
   run.total_steps = options.steps > 0 ? options.steps : options.epochs * run.steps_per_epoch;
   run.optimizer = make_optimizer(run.options, *run.model);
@@ -336,40 +337,43 @@ TrainResult train(const TrainOptions& options, std::ostream& log) {
 
 TrainResult resume(const std::string& path, int64_t total_steps, const std::string& out,
                    int64_t save_every, std::ostream& log, bool progress_tty) {
-  // Everything is read and checked before anything is built from it.
   const Checkpoint c = load_checkpoint(path);
-  check(c.optimizer.is_object() && c.scheduler.is_object() && c.extra.contains("train"),
-        path, ": a weights-only checkpoint cannot be resumed (use --init to start from it)");
+  check(c.optimizer.is_object() && c.scheduler.is_object() && c.extra.contains("train"), path,
+        ": a weights-only checkpoint cannot be resumed (use --init to start from it)");
   Run run;
-  run.options = TrainOptions::from_json(c.extra.at("train"), ViTConfig::from_json(c.config));
+  const ViTConfig config = checkpoint_config(c, path);
+  try {
+    run.options = TrainOptions::from_json(c.extra.at("train"), config);
+  } catch (const Error& e) {
+    throw Error(cat_str(path, ": extra entry 'train': ", e.what()));
+  }
+  const json& saved_total = c.extra.contains("total_steps") ? c.extra.at("total_steps") : json(0);
+  check(saved_total.is_number_integer() && saved_total.get<int64_t>() >= 0, path,
+        ": extra entry 'total_steps' must be an integer >= 0, got ", saved_total.dump());
+  const json& best =
+      c.extra.contains("best_test_accuracy") ? c.extra.at("best_test_accuracy") : json(-1.0);
+  check(best.is_number(), path, ": extra entry 'best_test_accuracy' must be a number, got ",
+        best.dump());
   run.options.progress_tty = progress_tty;
   if (save_every >= 0) run.options.save_every = save_every;
-  run.model = std::make_unique<ViT>(run.options.model, run.options.seed);
-  run.model->load_state_dict(c.model);
-  prepare_data(run);
-  run.total_steps = total_steps > 0 ? total_steps : c.extra.value("total_steps", int64_t{0});
+  run.total_steps = total_steps > 0 ? total_steps : saved_total.get<int64_t>();
   check(run.total_steps >= c.step, path, ": the checkpoint is at step ", c.step,
         ", past the requested total of ", run.total_steps, " steps");
+
+  // Build the run as it was started, then restore every part of it (all or nothing).
+  run.model = std::make_unique<ViT>(run.options.model, run.options.seed);
+  prepare_data(run);
   run.optimizer = make_optimizer(run.options, *run.model);
-  run.optimizer->load_state_json(c.optimizer);
-  run.schedule = optim::Schedule::from_json(c.scheduler);
-  run.model->dropout_rng().set_state(rng_from_json(c.rng.at("dropout"), path + ": rng 'dropout'"));
-  data::LoaderState ls;
-  ls.epoch = c.data.at("epoch").get<int64_t>();
-  ls.cursor = c.data.at("cursor").get<int64_t>();
-  ls.seed = std::stoull(c.data.at("seed").get<std::string>());
-  ls.augment_rng = rng_from_json(c.rng.at("augment"), path + ": rng 'augment'");
-  run.loader->set_state(ls);
-  if (run.options.ema > 0) {
-    run.ema = std::make_unique<ModelEma>(*run.model, run.options.ema);
-    check(c.extra.contains("ema"), path, ": the run keeps an EMA but the checkpoint has none");
-    nn::StateDict ema;
-    for (const auto& [name, value] : c.extra.at("ema").items())
-      ema[name] = tensor_from_json(value, path + ": ema '" + name + "'");
-    run.ema->model().load_state_dict(ema);
-  }
+  if (run.options.ema > 0) run.ema = std::make_unique<ModelEma>(*run.model, run.options.ema);
+  restore_checkpoint(c, path,
+                     {.model = run.model.get(),
+                      .optimizer = run.optimizer.get(),
+                      .schedule = &run.schedule,
+                      .loader = run.loader.get(),
+                      .dropout_rng = true,
+                      .ema = run.ema.get()});
   run.step = c.step;
-  run.best_accuracy = c.extra.value("best_test_accuracy", -1.0);
+  run.best_accuracy = best.get<double>();
   run.out_dir = out.empty() ? std::filesystem::path(path).parent_path().string() : out;
   if (run.out_dir.empty()) run.out_dir = ".";
   std::filesystem::create_directories(run.out_dir);

@@ -15,6 +15,8 @@ class UsageError : public std::runtime_error {
 
 int run_train(const std::vector<std::string>& args);
 int run_eval(const std::vector<std::string>& args);
+// A weights-only copy (config and model) of a checkpoint.
+int run_export(const std::vector<std::string>& args);
 // Per-layer table of output shapes, parameters and FLOPs.
 int run_summary(const std::vector<std::string>& args);
 // The autograd graph of one forward pass and loss, as Graphviz DOT.

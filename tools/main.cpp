@@ -19,6 +19,7 @@ const char* kUsage =
     "commands:\n"
     "  train      train a ViT (Fashion-MNIST by default), or resume a run\n"
     "  eval       loss and accuracy of a checkpoint on a data split\n"
+    "  export     the weights of a checkpoint (config and model) as a smaller checkpoint\n"
     "  summary    per-layer output shapes, parameters and forward FLOPs of a model\n"
     "  gradcheck  the float64 gradient check of every op and layer\n"
     "  bench      time training steps: images/s, GFLOP/s, peak memory\n"
@@ -59,6 +60,7 @@ int main(int argc, char** argv) {
   try {
     if (command == "train") return vg::tools::run_train(args);
     if (command == "eval") return vg::tools::run_eval(args);
+    if (command == "export") return vg::tools::run_export(args);
     if (command == "summary") return vg::tools::run_summary(args);
     if (command == "graph") return vg::tools::run_graph(args);
     if (command == "demo") return vg::tools::run_demo(args);

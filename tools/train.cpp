@@ -7,6 +7,7 @@
 
 #include "engine/checkpoint.h"
 #include "engine/parallel.h"
+#include "models/restore.h"
 #include "models/training.h"
 #include "tools/args.h"
 #include "tools/model_flags.h"
@@ -142,14 +143,22 @@ int run_eval(const std::vector<std::string>& argv) {
   set_threads(args);
   const std::string split = args.choice("--split", "test", {"test", "train"});
   const int64_t batch = args.integer("--batch", 500, 1, 65536);
-  const Checkpoint c = load_checkpoint(args.positionals()[0]);
-  const ViTConfig config = ViTConfig::from_json(c.config);
-  TrainOptions o = c.extra.contains("train") ? TrainOptions::from_json(c.extra.at("train"), config)
-                                             : TrainOptions{};
+  const std::string path = args.positionals()[0];
+  const Checkpoint c = load_checkpoint(path);
+  const ViTConfig config = checkpoint_config(c, path);
+  ViT model(config);
+  restore_checkpoint(c, path, {.model = &model});
+  // The run's data options (a weights-only export has none: Fashion-MNIST).
+  TrainOptions o;
+  if (c.extra.contains("train")) {
+    try {
+      o = TrainOptions::from_json(c.extra.at("train"), config);
+    } catch (const Error& e) {
+      throw Error(path + ": extra entry 'train': " + e.what());
+    }
+  }
   o.data = args.choice("--data", o.data, {"fashion-mnist", "synthetic"});
   if (args.has("--data-dir")) o.data_dir = args.text("--data-dir");
-  ViT model(config);
-  model.load_state_dict(c.model);
   const EvalResult r = evaluate(model, load_dataset(o, split), batch);
   if (args.on("--json")) {
     std::cout << nlohmann::json{{"loss", r.loss}, {"accuracy", r.accuracy}, {"count", r.count}}.dump()

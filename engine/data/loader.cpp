@@ -141,17 +141,21 @@ LoaderState Loader::state() const {
 }
 
 void Loader::set_state(const LoaderState& state) {
+  check_state(state);
+  epoch_ = state.epoch;
+  cursor_ = state.cursor;
+  seed_ = state.seed;
+  augment_rng_.set_state(state.augment_rng);
+  order_epoch_ = -1;  // the seed may differ: recompute the permutation
+}
+
+void Loader::check_state(const LoaderState& state) const {
   check(state.epoch >= 0, "Loader(", data_.name, "): saved epoch ", state.epoch, " is negative");
   check(state.cursor >= 0 && state.cursor < data_.size(), "Loader(", data_.name, "): saved cursor ",
         state.cursor, " out of range [0, ", data_.size(), ") for a data set of ", data_.size(),
         " samples");
   check(state.augment_rng.s != decltype(state.augment_rng.s){}, "Loader(", data_.name,
         "): saved augmentation generator state is all zeros");
-  epoch_ = state.epoch;
-  cursor_ = state.cursor;
-  seed_ = state.seed;
-  augment_rng_.set_state(state.augment_rng);
-  order_epoch_ = -1;  // the seed may differ: recompute the permutation
 }
 
 Batch batch_in_order(const Dataset& data, int64_t begin, int64_t end) {

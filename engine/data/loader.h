@@ -59,6 +59,8 @@ class Loader {
   LoaderState state() const;
   // Continues from a saved position; a state that cannot belong to this data set throws.
   void set_state(const LoaderState& state);
+  // The checks of set_state alone: throws if `state` cannot belong to this data set.
+  void check_state(const LoaderState& state) const;
 
  private:
   const std::vector<int64_t>& order();  // the permutation of the current epoch

@@ -153,6 +153,18 @@ json Optimizer::state_to_json() const {
 }
 
 void Optimizer::load_state_json(const json& j) {
+  LoadedState loaded = parse_state_json(j);
+  groups_ = std::move(loaded.groups);
+  group_steps_ = std::move(loaded.group_steps);
+  state_ = std::move(loaded.state);
+  step_count_ = loaded.step_count;
+}
+
+void Optimizer::validate_state_json(const json& j) const {
+  parse_state_json(j);
+}
+
+Optimizer::LoadedState Optimizer::parse_state_json(const json& j) const {
   const std::string who = name() + " state";
   check_exact_keys(j, who, {"name", "step", "groups", "state"});
   check(j["name"] == name(), who, ": saved by optimiser ", j["name"].dump(), ", this is '", name(),
@@ -228,11 +240,7 @@ void Optimizer::load_state_json(const json& j) {
     }
   }
 
-  // Nothing above touched *this; commit.
-  groups_ = std::move(groups);
-  group_steps_ = std::move(group_steps);
-  state_ = std::move(state);
-  step_count_ = step_count;
+  return {std::move(groups), std::move(group_steps), std::move(state), step_count};
 }
 
 }  // namespace vg::optim

@@ -48,6 +48,9 @@ class Optimizer {
   // parameters, every parameter name known and present, buffer shapes and dtypes, no extra
   // keys); on any error nothing has changed and the vg::Error names the entry.
   virtual void load_state_json(const nlohmann::json& j);
+  // Runs every check of load_state_json and changes nothing (a checkpoint loader validates
+  // all its parts before it restores any).
+  void validate_state_json(const nlohmann::json& j) const;
 
   ParameterList all_params() const;                   // in group order
   int64_t step_count() const { return step_count_; }  // step() calls so far
@@ -76,6 +79,15 @@ class Optimizer {
   Tensor& zero_buffer(ParamState& state, const Parameter& p, const std::string& buffer);
 
  private:
+  // What load_state_json commits once everything has been checked.
+  struct LoadedState {
+    std::vector<ParamGroup> groups;
+    std::vector<int64_t> group_steps;
+    std::map<std::string, ParamState> state;
+    int64_t step_count = 0;
+  };
+  LoadedState parse_state_json(const nlohmann::json& j) const;
+
   std::vector<ParamGroup> groups_;
   std::vector<int64_t> group_steps_;
   std::map<std::string, ParamState> state_;  // keyed by parameter name
