@@ -174,7 +174,13 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
     OpProfiler* profiler = active_profiler();
     const auto backward_start =
         profiler ? OpProfiler::Clock::now() : OpProfiler::Clock::time_point{};
-    std::vector<Tensor> input_grads = n->backward(g);
+    std::vector<Tensor> input_grads;
+    {
+      // The ops a backward runs are not forward outputs: their result is checked below, as
+      // the gradient of this node, with its op and module path.
+      AnomalyGuard inside_backward(false);
+      input_grads = n->backward(g);
+    }
     g = Tensor();
     if (!retain_graph) n->backward = nullptr;  // releases the saved tensors now
     n->ran = true;
