@@ -1,6 +1,7 @@
 #include "engine/checkpoint.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -61,6 +62,22 @@ void write_file_atomically(const std::string& path, const std::string& text) {
   if (dir >= 0) {
     ::fsync(dir);
     ::close(dir);
+  }
+}
+
+void remove_stale_temporaries(const std::string& folder) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(folder, ec)) {
+    // ".<name>.tmp.<pid>", as write_file_atomically names them.
+    const std::string name = entry.path().filename().string();
+    const size_t mark = name.rfind(".tmp.");
+    if (name.empty() || name[0] != '.' || mark == std::string::npos) continue;
+    const std::string pid = name.substr(mark + 5);
+    if (pid.empty() || pid.size() > 9 || pid.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    if (::kill(static_cast<pid_t>(std::stol(pid)), 0) != 0 && errno == ESRCH)
+      fs::remove(entry.path(), ec);
   }
 }
 
@@ -132,6 +149,9 @@ Checkpoint parse_checkpoint(const std::string& text, const std::string& source) 
 }
 
 Checkpoint load_checkpoint(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw Error(cat_str(path, ": is a folder, expected a checkpoint file (such as last.json)"));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(cat_str(path, ": cannot open (", std::strerror(errno), ")"));
   std::ostringstream text;

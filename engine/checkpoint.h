@@ -44,5 +44,8 @@ std::string checkpoint_to_string(const Checkpoint& checkpoint);
 
 // Writes `text` to `path` atomically (temporary file, fsync, rename).
 void write_file_atomically(const std::string& path, const std::string& text);
+// Deletes the temporary files that writers killed mid-write left in `folder` (those whose
+// process is gone); the files they were replacing are intact.
+void remove_stale_temporaries(const std::string& folder);
 
 }  // namespace vg

@@ -24,6 +24,7 @@
 #include "engine/optim/sgd.h"
 #include "models/ema.h"
 #include "models/restore.h"
+#include "models/run_folder.h"
 
 namespace vg {
 namespace {
@@ -53,6 +54,8 @@ struct Run {
   std::unique_ptr<ModelEma> ema;
   int64_t step = 0, total_steps = 0, steps_per_epoch = 1;
   double best_accuracy = -1;
+  int64_t saved_step = -1;  // the step of the last good checkpoint, -1: none yet
+  std::string saved_path;
   std::string out_dir;
 
   // The schedule's clock: optimiser steps, or epochs for the per-epoch LearnableScaler one.
@@ -115,8 +118,39 @@ Checkpoint snapshot(const Run& run) {
   return c;
 }
 
-void save(const Run& run, const std::string& file) {
-  save_checkpoint((std::filesystem::path(run.out_dir) / file).string(), snapshot(run));
+// Where a diverged run can go back to, for the message that stops it.
+std::string last_good(const Run& run) {
+  if (run.saved_step < 0) return "no checkpoint was saved yet";
+  return cat_str("the last good checkpoint is ", run.saved_path, " (step ", run.saved_step, ")");
+}
+
+// "NaN", "Inf", "-Inf" or the number.
+std::string value_str(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "Inf" : "-Inf";
+  return cat_str(v);
+}
+
+// Stops a run whose step `step` went non-finite, saying where to go back to.
+[[noreturn]] void diverged(const Run& run, int64_t step, const std::string& what) {
+  throw Error(cat_str("training diverged at step ", step, ": ", what, "; ", last_good(run)));
+}
+
+void save(Run& run, const std::string& file) {
+  // Only finite weights and optimiser state can be saved: when they are not, the run has
+  // diverged and the previous checkpoint stays as it was.
+  Checkpoint snap;
+  try {
+    snap = snapshot(run);
+  } catch (const Error& e) {
+    diverged(run, run.step, e.what());
+  }
+  const std::string path = (std::filesystem::path(run.out_dir) / file).string();
+  save_checkpoint(path, snap);
+  if (file == "last.json") {
+    run.saved_step = run.step;
+    run.saved_path = path;
+  }
 }
 
 // Per-block mean |gamma| of every LayerScale and GRN, for the metrics and the plots.
@@ -186,13 +220,19 @@ TrainResult loop(Run& run, std::ostream& log) {
     for (int64_t micro = 0; micro < o.accum; ++micro) {
       data::Batch batch = run.loader->next();
       epoch = batch.epoch;
-      Tensor logits = run.model->forward(batch.images);
-      Tensor loss = cross_entropy(logits, batch.labels, o.label_smoothing);
-      const double value = loss.item();
-      if (!std::isfinite(value))
-        throw Error(cat_str("training diverged: the loss is ", value, " at step ", run.step + 1,
-                            "; the last good checkpoint is ", run.out_dir, "/last.json"));
-      (o.accum > 1 ? mul(loss, 1.0 / double(o.accum)) : loss).backward();
+      Tensor logits, loss;
+      double value = 0;
+      try {
+        logits = run.model->forward(batch.images);
+        loss = cross_entropy(logits, batch.labels, o.label_smoothing);
+        value = loss.item();
+        if (std::isfinite(value))
+          (o.accum > 1 ? mul(loss, 1.0 / double(o.accum)) : loss).backward();
+      } catch (const Error& e) {
+        if (!anomaly_enabled()) throw;
+        throw Error(cat_str(e.what(), " at step ", run.step + 1, "; ", last_good(run)));
+      }
+      if (!std::isfinite(value)) diverged(run, run.step + 1, "the loss is " + value_str(value));
       const int64_t correct = count_correct(logits, batch.labels);
       const int64_t n = static_cast<int64_t>(batch.labels.size());
       window.add(value, correct, n);
@@ -200,6 +240,8 @@ TrainResult loop(Run& run, std::ostream& log) {
       epoch_ended = epoch_ended || batch.last_in_epoch;
     }
     const double norm = o.clip > 0 ? optim::clip_grad_norm(params, o.clip) : optim::grad_norm(params);
+    if (!std::isfinite(norm))
+      diverged(run, run.step + 1, "the gradient norm is " + value_str(norm));
     run.optimizer->step();
     run.optimizer->zero_grad();
     if (run.ema) run.ema->update(*run.model);
@@ -228,8 +270,6 @@ TrainResult loop(Run& run, std::ostream& log) {
       window = Tally{};
       window_start = Clock::now();
     }
-    if (o.save_every > 0 && run.step % o.save_every == 0) save(run, "last.json");
-
     if (epoch_ended || run.step == run.total_steps) {
       const auto eval_start = Clock::now();
       const EvalResult test = evaluate(*run.model, run.test_set, o.eval_batch);
@@ -259,6 +299,10 @@ TrainResult loop(Run& run, std::ostream& log) {
       }
       window_start = Clock::now();  // evaluation time is not training time
     }
+    // After the step's records and evaluation: a checkpoint at step s holds everything up
+    // to s, so a run resumed from it repeats nothing and misses nothing.
+    if (o.save_every > 0 && run.step % o.save_every == 0 && run.step < run.total_steps)
+      save(run, "last.json");
   }
   save(run, "last.json");
   result.steps = run.step;
@@ -327,8 +371,13 @@ TrainResult train(const TrainOptions& options, std::ostream& log) {
   run.schedule = make_schedule(run);
   if (options.ema > 0) run.ema = std::make_unique<ModelEma>(*run.model, options.ema);
   run.out_dir = options.out.empty() ? default_out_dir() : options.out;
-  std::filesystem::create_directories(run.out_dir);
-  write_run_config(run);
+  const bool created = make_run_folder(run.out_dir, true);
+  try {
+    write_run_config(run);
+  } catch (const Error&) {
+    if (created) std::filesystem::remove_all(run.out_dir);  // no empty run folder stays behind
+    throw;
+  }
   log << "training " << run.model->num_parameters() << " parameters for " << run.total_steps
       << " steps (" << run.steps_per_epoch << " per epoch) on " << run.train_set.name
       << "; writing " << run.out_dir << "\n";
@@ -374,9 +423,13 @@ TrainResult resume(const std::string& path, int64_t total_steps, const std::stri
                       .ema = run.ema.get()});
   run.step = c.step;
   run.best_accuracy = best.get<double>();
+  run.saved_step = c.step;
+  run.saved_path = path;
   run.out_dir = out.empty() ? std::filesystem::path(path).parent_path().string() : out;
   if (run.out_dir.empty()) run.out_dir = ".";
-  std::filesystem::create_directories(run.out_dir);
+  make_run_folder(run.out_dir, false);
+  remove_stale_temporaries(run.out_dir);
+  trim_metrics(run.out_dir, run.step);
   log << "resuming " << path << " at step " << run.step << " of " << run.total_steps << "\n";
   return loop(run, log);
 }

@@ -5,6 +5,7 @@
 #include <iomanip>
 #include <iostream>
 
+#include "engine/autograd.h"
 #include "engine/checkpoint.h"
 #include "engine/parallel.h"
 #include "models/restore.h"
@@ -43,6 +44,7 @@ std::vector<Flag> train_flags() {
       {"--out", "DIR", "run folder (default runs/<date-time>)"},
       {"--save-every", "N", "write last.json every N steps (default: at the end)"},
       {"--log-every", "N", "steps between metrics records (default 50)"},
+      {"--detect-anomaly", "", "check every op's output and gradient for NaN/Inf (slower)"},
   };
   flags.insert(flags.end(), own.begin(), own.end());
   return flags;
@@ -64,14 +66,18 @@ int run_train(const std::vector<std::string>& argv) {
   }
   set_threads(args);
   const bool tty = ::isatty(STDERR_FILENO);
+  // The first NaN or Inf names its op and module ("blocks.2.attn.proj") instead of
+  // surfacing later as a diverged loss.
+  AnomalyGuard anomaly(args.on("--detect-anomaly"));
   TrainResult result;
   if (args.has("--resume")) {
     // A resumed run keeps its model and recipe; only how long and where may change.
     for (const Flag& f : train_flags())
       if (args.has(f.name) && f.name != "--resume" && f.name != "--steps" && f.name != "--out" &&
-          f.name != "--save-every" && f.name != "--threads")
-        args.fail(f.name + " cannot be changed when resuming (only --steps, --out, "
-                           "--save-every and --threads can)");
+          f.name != "--save-every" && f.name != "--threads" && f.name != "--detect-anomaly")
+        args.fail(f.name +
+                  " cannot be changed when resuming (only --steps, --out, "
+                  "--save-every, --threads and --detect-anomaly can)");
     result = resume(args.text("--resume"), args.integer("--steps", 0, 1, INT64_MAX / 2),
                     args.text("--out"), args.integer("--save-every", -1, 0, INT64_MAX / 2),
                     std::cerr, tty);

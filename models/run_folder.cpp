@@ -1,0 +1,53 @@
+#include "models/run_folder.h"
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "engine/checkpoint.h"
+#include "engine/error.h"
+
+namespace vg {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+bool make_run_folder(const std::string& dir, bool must_be_new) {
+  std::error_code ec;
+  const fs::file_status status = fs::status(dir, ec);
+  if (fs::exists(status)) {
+    check(fs::is_directory(status), dir, ": exists and is not a folder (choose another --out)");
+    if (must_be_new)
+      for (const char* file : {"config.json", "last.json", "metrics.jsonl"})
+        check(!fs::exists(fs::path(dir) / file), dir, " already holds a run (", file,
+              "): resume it with --resume ", (fs::path(dir) / "last.json").string(),
+              " or choose another --out");
+    return false;
+  }
+  fs::create_directories(dir, ec);
+  check(!ec, dir, ": cannot create the run folder (", ec.message(), ")");
+  return true;
+}
+
+void trim_metrics(const std::string& dir, int64_t step) {
+  const fs::path path = fs::path(dir) / "metrics.jsonl";
+  if (!fs::exists(path)) return;
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream all;
+  all << in.rdbuf();
+  const std::string text = all.str();
+  std::string kept;
+  size_t begin = 0;
+  for (size_t end; (end = text.find('\n', begin)) != std::string::npos; begin = end + 1) {
+    const std::string line = text.substr(begin, end - begin);
+    const json record = json::parse(line, nullptr, false);
+    // A line that does not parse was cut short by a kill; records past `step` come again.
+    const bool later = !record.is_discarded() && record.is_object() && record.contains("step") &&
+                       record["step"].is_number_integer() && record["step"].get<int64_t>() > step;
+    if (!record.is_discarded() && !later) kept += line + "\n";
+  }
+  if (kept != text) write_file_atomically(path.string(), kept);
+}
+
+}  // namespace vg

@@ -1,0 +1,150 @@
+// kill -9 at any moment loses nothing: last.json is replaced atomically, so a killed run
+// always leaves a loadable checkpoint, and resuming from it (again and again) ends with the
+// same bits as a run that was never interrupted: weights, optimiser, generators, losses.
+#include <doctest/doctest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "engine/checkpoint.h"
+#include "tests/tools/cli_helpers.h"
+
+using vg::testing::fresh_dir;
+using vg::testing::read_text;
+using vg::testing::vitgrad;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int kSteps = 40;
+// Saves at every step (a save is in progress most of the time), an evaluation and best.json
+// every 10 steps, dropout, drop-path and augmentation drawing from their generators.
+const std::string kRecipe =
+    "train --data synthetic --synthetic-size 200 --depth 2 --dim 16 --heads 2 --batch 20 "
+    "--dropout 0.1 --drop-path 0.1 --threads 1 --log-every 1 --save-every 1 --seed 3 ";
+
+// `vitgrad ARGS` started in the background, output discarded.
+pid_t start(const std::string& args) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const std::string command =
+        "exec " + std::string(VG_VITGRAD_EXE) + " " + args + " >/dev/null 2>&1 </dev/null";
+    ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  return pid;
+}
+
+// The step of `dir`/last.json, or -1 while there is none.
+int64_t saved_step(const fs::path& dir) {
+  if (!fs::exists(dir / "last.json")) return -1;
+  return vg::load_checkpoint((dir / "last.json").string()).step;
+}
+
+// Which file last.json is: a rename puts a new one in its place.
+ino_t identity(const fs::path& file) {
+  struct stat s {};
+  return ::stat(file.c_str(), &s) == 0 ? s.st_ino : 0;
+}
+
+bool save_in_progress(const fs::path& dir) {
+  for (const auto& entry : fs::directory_iterator(dir))
+    if (entry.path().filename().string().rfind(".last.json.tmp.", 0) == 0) return true;
+  return false;
+}
+
+// Waits until `moment` says it is time, then kills the process with SIGKILL. Returns false
+// when the run ended by itself first.
+template <class Moment>
+bool kill_when(pid_t pid, Moment moment) {
+  int status = 0;
+  for (int i = 0; i < 20000; ++i) {
+    if (::waitpid(pid, &status, WNOHANG) == pid) return false;
+    if (moment()) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(500));
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, &status, 0);
+  return false;
+}
+
+// Every step record's loss, by step; a step logged twice is an error.
+std::map<int64_t, double> losses_by_step(const fs::path& metrics) {
+  std::map<int64_t, double> out;
+  std::istringstream lines(read_text(metrics));
+  for (std::string line; std::getline(lines, line);) {
+    const auto j = nlohmann::json::parse(line);
+    if (j["kind"] != "step") continue;
+    const int64_t step = j["step"].get<int64_t>();
+    CHECK_MESSAGE(!out.count(step), "step ", step, " logged twice");
+    out[step] = j["loss"].get<double>();
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("kill -9 during saves, resume each time: the same bits as an uninterrupted run") {
+  const fs::path dir = fresh_dir("kill_resume");
+  const fs::path whole = dir / "whole", killed = dir / "killed";
+  const auto reference =
+      vitgrad(kRecipe + "--steps " + std::to_string(kSteps) + " --out " + whole.string());
+  INFO(reference.err);
+  REQUIRE(reference.exit_code == 0);
+
+  // Three kills at different moments: in the middle of writing a checkpoint, right after
+  // one was replaced, and at some step while training.
+  const std::string resume = "train --resume " + (killed / "last.json").string() +
+                             " --threads 1 --steps " + std::to_string(kSteps);
+  pid_t pid = start(kRecipe + "--steps " + std::to_string(kSteps) + " --out " + killed.string());
+  int64_t before = -1;
+  const bool first =
+      kill_when(pid, [&] { return fs::exists(killed / "last.json") && save_in_progress(killed); });
+  CHECK(first);
+  for (int round = 0; round < 3; ++round) {
+    INFO("after kill ", round + 1);
+    // Whatever the moment, last.json is whole and loadable.
+    const int64_t step = saved_step(killed);
+    REQUIRE(step >= 1);
+    CHECK(step >= before);
+    before = step;
+    if (round == 2) break;
+    pid = start(resume);
+    const ino_t old = identity(killed / "last.json");
+    const auto size = fs::file_size(killed / "metrics.jsonl");
+    if (round == 0)  // right after last.json was replaced
+      CHECK(kill_when(pid, [&] { return identity(killed / "last.json") != old; }));
+    else  // a few steps later, wherever the run is
+      CHECK(kill_when(pid, [&] { return fs::file_size(killed / "metrics.jsonl") > size + 600; }));
+  }
+  CHECK(before < kSteps);
+  const auto finished = vitgrad(resume);
+  INFO(finished.err);
+  REQUIRE(finished.exit_code == 0);
+
+  const auto a = nlohmann::json::parse(read_text(whole / "last.json"));
+  const auto b = nlohmann::json::parse(read_text(killed / "last.json"));
+  CHECK(b["step"] == kSteps);
+  for (const char* part : {"model", "optimizer", "rng", "data", "scheduler"}) {
+    INFO(part);
+    CHECK(a[part] == b[part]);
+  }
+  CHECK(a["extra"]["best_test_accuracy"] == b["extra"]["best_test_accuracy"]);
+  const auto la = losses_by_step(whole / "metrics.jsonl");
+  const auto lb = losses_by_step(killed / "metrics.jsonl");
+  REQUIRE(la.size() == kSteps);
+  REQUIRE(lb.size() == kSteps);
+  for (int64_t s = 1; s <= kSteps; ++s) CHECK(la.at(s) == lb.at(s));
+  // No temporary file of a killed save stays behind.
+  CHECK_FALSE(save_in_progress(killed));
+}
