@@ -185,7 +185,10 @@ struct Tally {
   double accuracy() const { return count ? correct / count : 0; }
 };
 
-int64_t count_correct(const Tensor& logits, const std::vector<int32_t>& labels) {
+// Correct predictions (the first maximum wins a tie, as torch.argmax); each prediction is
+// appended to `predictions` when given.
+int64_t count_correct(const Tensor& logits, const std::vector<int32_t>& labels,
+                      std::vector<int32_t>* predictions = nullptr) {
   const Tensor best = logits.detach().to(DType::f64);
   const int64_t K = logits.size(1);
   int64_t correct = 0;
@@ -195,6 +198,7 @@ int64_t count_correct(const Tensor& logits, const std::vector<int32_t>& labels) 
     for (int64_t k = 1; k < K; ++k)
       if (row[k] > row[arg]) arg = k;
     correct += arg == labels[b];
+    if (predictions) predictions->push_back(static_cast<int32_t>(arg));
   }
   return correct;
 }
@@ -336,7 +340,8 @@ data::Dataset load_dataset(const TrainOptions& o, const std::string& split) {
                                   split);
 }
 
-EvalResult evaluate(ViT& model, const data::Dataset& data, int64_t batch_size) {
+EvalResult evaluate(ViT& model, const data::Dataset& data, int64_t batch_size,
+                    std::vector<int32_t>* predictions) {
   NoGradGuard no_grad;
   model.eval();
   EvalResult r;
@@ -346,7 +351,7 @@ EvalResult evaluate(ViT& model, const data::Dataset& data, int64_t batch_size) {
     Tensor logits = model.forward(batch.images);
     const int64_t n = static_cast<int64_t>(batch.labels.size());
     loss_sum += cross_entropy(logits, batch.labels).item() * double(n);
-    correct += count_correct(logits, batch.labels);
+    correct += count_correct(logits, batch.labels, predictions);
     r.count += n;
   }
   r.loss = r.count ? loss_sum / double(r.count) : 0;

@@ -76,7 +76,9 @@ struct EvalResult {
   int64_t count = 0;
 };
 // Cross-entropy and accuracy over a whole data set, in eval mode and without gradients.
-EvalResult evaluate(ViT& model, const data::Dataset& data, int64_t batch_size = 500);
+// With `predictions`, also the predicted class of every image, in data set order.
+EvalResult evaluate(ViT& model, const data::Dataset& data, int64_t batch_size = 500,
+                    std::vector<int32_t>* predictions = nullptr);
 
 // The data set a run uses: Fashion-MNIST (train or test) or the synthetic set.
 data::Dataset load_dataset(const TrainOptions& options, const std::string& split);

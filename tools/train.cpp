@@ -133,14 +133,17 @@ int run_train(const std::vector<std::string>& argv) {
 }
 
 int run_eval(const std::vector<std::string>& argv) {
-  ArgParser args("eval", "vitgrad eval CKPT [--data-dir DIR] [--split test|train] [--json]",
-                 {{"--data", "NAME", "fashion-mnist | synthetic (default: the run's)"},
-                  {"--data-dir", "DIR", "folder with the Fashion-MNIST IDX files"},
-                  {"--split", "NAME", "test (default) | train"},
-                  {"--batch", "N", "images per forward pass (default 500)"},
-                  {"--threads", "N", "threads for kernels and OpenBLAS"},
-                  {"--json", "", "print one JSON line {loss, accuracy, count}"}},
-                 1, 1);
+  ArgParser args(
+      "eval",
+      "vitgrad eval CKPT [--data-dir DIR] [--split test|train] [--json] [--predictions FILE]",
+      {{"--data", "NAME", "fashion-mnist | synthetic (default: the run's)"},
+       {"--data-dir", "DIR", "folder with the Fashion-MNIST IDX files"},
+       {"--split", "NAME", "test (default) | train"},
+       {"--batch", "N", "images per forward pass (default 500)"},
+       {"--threads", "N", "threads for kernels and OpenBLAS"},
+       {"--json", "", "print one JSON line {loss, accuracy, count}"},
+       {"--predictions", "FILE", "write the predicted class of every image, one a line"}},
+      1, 1);
   args.parse(argv);
   if (args.help_requested()) {
     std::cout << args.help();
@@ -165,7 +168,14 @@ int run_eval(const std::vector<std::string>& argv) {
   }
   o.data = args.choice("--data", o.data, {"fashion-mnist", "synthetic"});
   if (args.has("--data-dir")) o.data_dir = args.text("--data-dir");
-  const EvalResult r = evaluate(model, load_dataset(o, split), batch);
+  std::vector<int32_t> predictions;
+  const EvalResult r = evaluate(model, load_dataset(o, split), batch,
+                                args.has("--predictions") ? &predictions : nullptr);
+  if (args.has("--predictions")) {
+    std::string lines;
+    for (int32_t p : predictions) lines += std::to_string(p) + "\n";
+    write_file_atomically(args.text("--predictions"), lines);
+  }
   if (args.on("--json")) {
     std::cout << nlohmann::json{{"loss", r.loss}, {"accuracy", r.accuracy}, {"count", r.count}}.dump()
               << "\n";

@@ -48,6 +48,15 @@ TEST_CASE("export keeps config and weights only; eval and --init read it") {
   REQUIRE(r.exit_code == 0);
   const json b = json::parse(r.out);
   CHECK(a == b);
+  // ... image by image: --predictions writes every predicted class, one a line.
+  const std::string pa = (dir / "a.txt").string(), pb = (dir / "b.txt").string();
+  REQUIRE(vitgrad("eval " + ck + eval + " --predictions " + pa).exit_code == 0);
+  REQUIRE(vitgrad("eval " + weights + eval + " --predictions " + pb).exit_code == 0);
+  const std::string predicted = read_text(pa);
+  CHECK(predicted == read_text(pb));
+  CHECK(std::count(predicted.begin(), predicted.end(), '\n') == a["count"].get<int64_t>());
+  std::istringstream classes(predicted);
+  for (int label; classes >> label;) CHECK((label >= 0 && label < 10));
 
   // --ema exports the shadow weights instead.
   const std::string ema = (dir / "ema.json").string();
@@ -89,4 +98,5 @@ TEST_CASE("export keeps config and weights only; eval and --init read it") {
   r = vitgrad("export --help");
   CHECK(r.exit_code == 0);
   CHECK(r.out.rfind("usage: vitgrad export", 0) == 0);
+  fs::remove_all(dir);
 }
