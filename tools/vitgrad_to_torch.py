@@ -218,8 +218,8 @@ def fashion_mnist_test(folder):
 
 
 @torch.no_grad()
-def predict(model, images, batch=500):
-    return torch.cat([model(images[i:i + batch]).argmax(1) for i in range(0, len(images), batch)])
+def logits_of(model, images, batch=500):
+    return torch.cat([model(images[i:i + batch]) for i in range(0, len(images), batch)])
 
 
 def main():
@@ -244,10 +244,12 @@ def main():
     if args.fashion_mnist:
         torch.set_num_threads(max(1, torch.get_num_threads()))
         images, labels = fashion_mnist_test(args.fashion_mnist)
-        predicted = predict(model, images)
+        logits = logits_of(model, images)
+        predicted = logits.argmax(1)
         correct = int((predicted == labels).sum())
+        loss = F.cross_entropy(logits.double(), labels).item()
         print(f"PyTorch test accuracy: {100 * correct / len(labels):.2f}% "
-              f"({correct} of {len(labels)})")
+              f"({correct} of {len(labels)}), loss {loss:.6f}")
         if args.compare:
             with open(args.compare) as f:
                 theirs = torch.tensor([int(line) for line in f if line.strip()])

@@ -199,3 +199,25 @@ TEST_CASE("set_lr applies lr_scale, zero_grad drops every gradient") {
   CHECK(opt.all_params().size() == 2);
   CHECK(opt.all_params()[1].name == "b");
 }
+
+TEST_CASE("default hyper-parameters are PyTorch's (AdamW) and timm's (LAMB)") {
+  Parameter p = make_param("w", {1.0}, {1});
+  const AdamW adamw({make_group("g", {p}, 1e-3)});
+  const auto& a = adamw.groups()[0].options;
+  CHECK(a.at("beta1") == 0.9);
+  CHECK(a.at("beta2") == 0.999);
+  CHECK(a.at("eps") == 1e-8);
+  const Lamb lamb({make_group("g", {p}, 1e-3)});
+  const auto& l = lamb.groups()[0].options;
+  CHECK(l.at("beta1") == 0.9);
+  CHECK(l.at("beta2") == 0.999);
+  CHECK(l.at("eps") == 1e-6);  // not Adam's 1e-8
+  CHECK(lamb.max_grad_norm() == 1.0);
+  CHECK(l.at("bias_correction") == 1);
+  CHECK(l.at("grad_averaging") == 1);
+  CHECK(l.at("always_adapt") == 0);
+  CHECK(l.at("trust_clip") == 0);
+  const SGD sgd({make_group("g", {p}, 0.1)});
+  CHECK(sgd.groups()[0].options.at("momentum") == 0.0);  // torch.optim.SGD's default
+  CHECK(sgd.groups()[0].options.at("nesterov") == 0);
+}
