@@ -8,7 +8,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <set>
 #include <sstream>
+#include <vector>
 
 #include "engine/json_tensor.h"
 
@@ -24,6 +27,36 @@ void expect(bool ok, const std::string& source, const std::string& what) {
 const json& section(const json& doc, const char* key, const std::string& source) {
   expect(doc.contains(key), source, cat_str("missing entry '", key, "'"));
   return doc.at(key);
+}
+
+// nlohmann keeps the last of two equal keys without a word; in a checkpoint that means a
+// damaged or hand-edited file, so the parse callback notes the first repeated key, with
+// the keys that lead to it, in `found`.
+json::parser_callback_t duplicate_key_finder(std::string& found) {
+  struct State {
+    std::vector<std::set<std::string>> keys;  // the keys seen so far in each open object
+    std::vector<std::string> path;            // the key (or "[]") at each depth
+  };
+  auto state = std::make_shared<State>();
+  return [state, &found](int depth, json::parse_event_t event, json& parsed) {
+    const size_t d = static_cast<size_t>(depth);
+    State& st = *state;
+    if (st.keys.size() < d + 2) st.keys.resize(d + 2);
+    if (st.path.size() < d + 2) st.path.resize(d + 2);
+    if (event == json::parse_event_t::object_start) st.keys[d + 1].clear();
+    if (event == json::parse_event_t::array_start) st.path[d + 1] = "[]";
+    if (event == json::parse_event_t::key) {
+      const std::string& key = parsed.get_ref<const std::string&>();
+      st.path[d] = key;
+      if (!st.keys[d].insert(key).second && found.empty()) {
+        std::string where;
+        for (size_t i = 1; i < d; ++i) where += (where.empty() ? "'" : " / '") + st.path[i] + "'";
+        found = cat_str("key '", key, "' appears twice",
+                        where.empty() ? std::string(" at the top level") : " in " + where);
+      }
+    }
+    return true;
+  };
 }
 
 }  // namespace
@@ -98,12 +131,14 @@ void save_checkpoint(const std::string& path, const Checkpoint& c) {
 
 Checkpoint parse_checkpoint(const std::string& text, const std::string& source) {
   json doc;
+  std::string duplicate;
   try {
-    doc = json::parse(text);
+    doc = json::parse(text, duplicate_key_finder(duplicate));
   } catch (const json::parse_error& e) {
     throw Error(cat_str(source, ": not a valid JSON document (truncated or damaged?) at byte ",
                         e.byte));
   }
+  expect(duplicate.empty(), source, duplicate);
   expect(doc.is_object(), source, "not a checkpoint (the document is not a JSON object)");
   const json& format = section(doc, "format", source);
   expect(format.is_string() && format == kCheckpointFormat, source,

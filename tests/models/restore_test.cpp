@@ -153,6 +153,16 @@ TEST_CASE("every malformed checkpoint names the file and the entry and changes n
          return t.substr(0, at) + "NaN," + t.substr(at);
        },
        "not a valid JSON document"},
+      {"a top-level entry twice",
+       [](json, const std::string& t) { return "{\"step\":0," + t.substr(1); },
+       "key 'step' appears twice at the top level"},
+      {"a weight twice (JSON would keep the last silently)",
+       [](json j, const std::string& t) {
+         const std::string copy = "\"head.bias\":" + j["model"]["head.bias"].dump() + ",";
+         const size_t at = t.find("\"model\":{") + 9;
+         return t.substr(0, at) + copy + t.substr(at);
+       },
+       "key 'head.bias' appears twice in 'model'"},
       {"not an object", [](json, const std::string&) { return std::string("[1,2,3]"); },
        "not a checkpoint (the document is not a JSON object)"},
       // format and version
@@ -266,7 +276,7 @@ TEST_CASE("every malformed checkpoint names the file and the entry and changes n
 
   const std::string before = target.fingerprint();
   for (const Case& c : cases) {
-    INFO("case: ", c.what);
+    INFO("case: ", std::string(c.what));
     write_text(path, c.make(doc, good));
     const std::string expected = path.string() + ": ";
     std::string message;
