@@ -23,6 +23,8 @@ int run_summary(const std::vector<std::string>& args);
 int run_graph(const std::vector<std::string>& args);
 // Times training steps: ms/step, images/s, matmul GFLOP/s, peak RSS, OpenBLAS kernels.
 int run_bench(const std::vector<std::string>& args);
+// The float64 gradient check of every op and layer; exit code 1 when one fails.
+int run_gradcheck(const std::vector<std::string>& args);
 int run_demo(const std::vector<std::string>& args);
 // Training curves from metrics.jsonl files as an SVG chart.
 int run_plot(const std::vector<std::string>& args);

@@ -62,6 +62,7 @@ int main(int argc, char** argv) {
     if (command == "eval") return vg::tools::run_eval(args);
     if (command == "export") return vg::tools::run_export(args);
     if (command == "summary") return vg::tools::run_summary(args);
+    if (command == "gradcheck") return vg::tools::run_gradcheck(args);
     if (command == "graph") return vg::tools::run_graph(args);
     if (command == "demo") return vg::tools::run_demo(args);
     if (command == "plot") return vg::tools::run_plot(args);

@@ -98,6 +98,8 @@ TEST_CASE("every misuse is one line on stderr and exit code 2") {
       {"summary --layerscale maybe", "'layerscale' must be none, auto or a positive number"},
       {"graph --depth 1", "-o OUT.dot is required"},
       {"plot /nonexistent/metrics.jsonl -o x.svg", "/nonexistent/metrics.jsonl"},
+      {"gradcheck --only nope", "unknown check 'nope'"},
+      {"gradcheck extra", "unexpected argument 'extra'"},
   };
   for (const auto& [args, message] : cases) {
     const auto r = vitgrad(args);
@@ -110,7 +112,7 @@ TEST_CASE("every misuse is one line on stderr and exit code 2") {
 }
 
 TEST_CASE("every command answers --help") {
-  for (const char* command : {"train", "eval", "summary", "plot", "graph", "bench"}) {
+  for (const char* command : {"train", "eval", "summary", "plot", "graph", "bench", "gradcheck"}) {
     const auto r = vitgrad(std::string(command) + " --help");
     INFO(command);
     CHECK(r.exit_code == 0);
