@@ -91,8 +91,12 @@ int64_t ArgParser::integer(const std::string& flag, int64_t fallback, int64_t mi
   const long long v = std::strtoll(s.c_str(), &end, 10);
   if (s.empty() || *end != '\0' || errno == ERANGE)
     fail(flag + " expects a whole number, got '" + s + "'");
+  // A bound of INT64_MAX / 2 and above only guards against overflow: not worth printing.
   if (v < min || v > max)
-    fail(flag + " must be between " + std::to_string(min) + " and " + std::to_string(max) +
+    fail(flag +
+         (max >= INT64_MAX / 2
+              ? " must be at least " + std::to_string(min)
+              : " must be between " + std::to_string(min) + " and " + std::to_string(max)) +
          ", got " + s);
   return v;
 }

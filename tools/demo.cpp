@@ -5,12 +5,18 @@
 #include "engine/gradcheck.h"
 #include "engine/ops.h"
 #include "engine/rng.h"
-#include "tools/commands.h"
+#include "tools/args.h"
 
 namespace vg::tools {
 
 int run_demo(const std::vector<std::string>& args) {
-  if (!args.empty()) throw UsageError("demo takes no arguments");
+  ArgParser parser("demo", "vitgrad demo", {});
+  parser.parse(args);
+  if (parser.help_requested()) {
+    std::cout << parser.help()
+              << "Builds mean(tanh(x * gamma)), runs backward() and checks the gradients.\n";
+    return 0;
+  }
   Rng rng(0);
   // A tiny function of two tensors: a per-channel scale (broadcast over rows), then tanh.
   Tensor x = randn({4, 3}, rng, DType::f64).set_requires_grad().set_name("x");

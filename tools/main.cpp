@@ -51,9 +51,13 @@ void use_widest_blas_kernels(char** argv) {
 
 int main(int argc, char** argv) {
   use_widest_blas_kernels(argv);
-  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+  if (argc < 2) {  // misuse like any other: one line and exit code 2
+    std::cerr << "vitgrad: no command given (vitgrad --help lists them)\n";
+    return 2;
+  }
+  if (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
     std::cout << kUsage;
-    return argc < 2 ? 2 : 0;
+    return 0;
   }
   const std::string command = argv[1];
   const std::vector<std::string> args(argv + 2, argv + argc);

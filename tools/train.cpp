@@ -51,7 +51,8 @@ std::vector<Flag> train_flags() {
 }
 
 void set_threads(const ArgParser& args) {
-  if (args.has("--threads")) set_num_threads(static_cast<int>(args.integer("--threads", 0, 1, 256)));
+  if (args.has("--threads"))
+    set_num_threads(static_cast<int>(args.integer("--threads", 0, 1, 256)));
 }
 
 }  // namespace
@@ -85,11 +86,14 @@ int run_train(const std::vector<std::string>& argv) {
     TrainOptions o;
     if (args.has("--init")) {
       for (const Flag& f : model_flags())
-        if (args.has(f.name)) args.fail(f.name + " cannot be combined with --init (the model comes from the checkpoint)");
+        if (args.has(f.name))
+          args.fail(f.name +
+                    " cannot be combined with --init (the model comes from the checkpoint)");
     } else {
       o.model = model_from_flags(args);
     }
-    if (args.has("--epochs") && args.has("--steps")) args.fail("give --epochs or --steps, not both");
+    if (args.has("--epochs") && args.has("--steps"))
+      args.fail("give --epochs or --steps, not both");
     o.data = args.choice("--data", o.data, {"fashion-mnist", "synthetic"});
     o.data_dir = args.text("--data-dir");
     if (args.has("--synthetic-size")) {
@@ -177,12 +181,16 @@ int run_eval(const std::vector<std::string>& argv) {
     write_file_atomically(args.text("--predictions"), lines);
   }
   if (args.on("--json")) {
-    std::cout << nlohmann::json{{"loss", r.loss}, {"accuracy", r.accuracy}, {"count", r.count}}.dump()
+    std::cout << nlohmann::ordered_json{{"loss", r.loss},
+                                        {"accuracy", r.accuracy},
+                                        {"count", r.count}}
+                     .dump()
               << "\n";
   } else {
-    std::cout << split << " loss: " << std::fixed << std::setprecision(4) << r.loss
-              << "  accuracy: " << std::setprecision(2) << 100 * r.accuracy << "% of " << r.count
-              << " images\n";
+    // The accuracy line last, alone: `make run` ends with it and scripts can grep it.
+    std::cout << split << " loss: " << std::fixed << std::setprecision(4) << r.loss << " over "
+              << r.count << " images\n"
+              << split << " accuracy: " << std::setprecision(2) << 100 * r.accuracy << "%\n";
   }
   return 0;
 }

@@ -242,7 +242,7 @@ TEST_CASE("every bad checkpoint, config, data file and flag is one line and exit
       {"flags: learning rate infinite", "train --data synthetic --lr inf" + out,
        "--lr expects a number"},
       {"flags: steps negative", "train --data synthetic --steps -5" + out,
-       "--steps must be between 1"},
+       "--steps must be at least 1, got -5"},
       {"flags: steps not whole", "train --data synthetic --steps 2.5" + out,
        "--steps expects a whole number, got '2.5'"},
       {"flags: drop-path of one", "train --data synthetic --drop-path 1" + out,

@@ -2,7 +2,9 @@
 // summary -> plot -> graph, and every misuse answered with one line and exit code 2.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <nlohmann/json.hpp>
+#include <regex>
 
 #include "tests/tools/cli_helpers.h"
 
@@ -13,63 +15,111 @@ namespace fs = std::filesystem;
 
 namespace {
 // A model and data small enough for a test: depth 2, dim 16, 500 synthetic images.
-const std::string kTiny = "--data synthetic --depth 2 --dim 16 --heads 2 --batch 50 --threads 2 ";
+const std::string kTiny = "--data synthetic --depth 2 --dim 16 --heads 2 --batch 50 --threads 1 ";
 }  // namespace
 
-TEST_CASE("train, eval, resume, summary, plot and graph work end to end") {
+// The percentage after `label` in `text` ("test accuracy: 41.20%" -> 41.2), or -1.
+double percent_after(const std::string& text, const std::string& label) {
+  std::smatch m;
+  if (!std::regex_search(text, m, std::regex(label + "(\\d+\\.\\d\\d)%"))) return -1;
+  return std::stod(m[1]);
+}
+
+TEST_CASE("train, eval, resume, summary, plot, graph and gradcheck work end to end") {
   const fs::path dir = fresh_dir("cli_flow");
   const std::string run = (dir / "run").string();
-  auto r = vitgrad("train " + kTiny + "--steps 12 --log-every 4 --layerscale 1e-4 --grn --out " + run);
+  auto r =
+      vitgrad("train " + kTiny + "--steps 12 --log-every 4 --layerscale 1e-4 --grn --out " + run);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  CHECK(r.out.find("test accuracy: ") != std::string::npos);
+  const double reported = percent_after(r.out, "\ntest accuracy: ");
+  CHECK(reported >= 0);
+  // Not a terminal: plain progress lines, one per logged step, no carriage returns.
+  CHECK(r.err.find("step 4/12") != std::string::npos);
+  CHECK(r.err.find("step 12/12") != std::string::npos);
+  CHECK(r.err.find('\r') == std::string::npos);
   for (const char* f : {"config.json", "metrics.jsonl", "last.json", "best.json"})
     CHECK(fs::exists(fs::path(run) / f));
-  // metrics.jsonl: three step records and one epoch record, with LayerScale and GRN gammas.
+  // metrics.jsonl: three step records and one epoch record, with every field the plots use.
   std::istringstream lines(read_text(fs::path(run) / "metrics.jsonl"));
   int steps = 0, epochs = 0;
+  double first_loss = 0, last_epoch_loss = 0;
   for (std::string line; std::getline(lines, line);) {
     const auto j = nlohmann::json::parse(line);
     if (j["kind"] == "step") {
       ++steps;
-      CHECK(j.contains("loss"));
-      CHECK(j["layerscale"].contains("blocks.1.ls2"));
+      CHECK(j["step"] == 4 * steps);
+      CHECK(j["epoch"] == 0);
+      for (const char* key : {"loss", "accuracy", "lr", "grad_norm", "images_per_s"})
+        CHECK_MESSAGE(j[key].is_number(), key);
+      if (steps == 1) first_loss = j["loss"];
+      CHECK(j["layerscale"].size() == 4);  // 2 blocks x (ls1, ls2)
+      CHECK(j["layerscale"]["blocks.1.ls2"].get<double>() > 0);
       CHECK(j["grn"].contains("blocks.0.mlp.grn"));
     } else {
       ++epochs;
-      CHECK(j["test_accuracy"].get<double>() >= 0);
+      CHECK(j["kind"] == "epoch");
+      CHECK(j["test_accuracy"].get<double>() == doctest::Approx(reported / 100).epsilon(1e-4));
+      last_epoch_loss = j["train_loss"];
     }
   }
   CHECK(steps == 3);
   CHECK(epochs == 1);
+  CHECK(first_loss > 0);
+  CHECK(last_epoch_loss < std::log(10.0));  // below chance: it learned something
 
+  // eval of the final weights gives the accuracy the run reported, as one JSON line.
   r = vitgrad("eval " + run + "/last.json --json");
   REQUIRE(r.exit_code == 0);
+  CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 1);
+  CHECK(r.out.rfind("{\"loss\":", 0) == 0);
   const auto eval = nlohmann::json::parse(r.out);
+  CHECK(eval.size() == 3);
   CHECK(eval["count"] == 500);
-  CHECK(eval["accuracy"].get<double>() >= 0);
+  CHECK(eval["accuracy"].get<double>() == doctest::Approx(reported / 100).epsilon(1e-4));
+  r = vitgrad("eval " + run + "/last.json --split train");
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.rfind("train loss: ", 0) == 0);
+  CHECK(r.out.find(" over 2000 images\ntrain accuracy: ") != std::string::npos);
+  CHECK(percent_after(r.out, "\ntrain accuracy: ") >= 0);
 
   r = vitgrad("train --resume " + run + "/last.json --steps 16");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(r.err.find("resuming") != std::string::npos);
+  CHECK(nlohmann::json::parse(read_text(fs::path(run) / "last.json"))["step"] == 16);
 
+  r = vitgrad("summary --depth 2 --grn --layerscale auto");
+  REQUIRE(r.exit_code == 0);
+  for (const char* column : {"layer", "output shape", "parameters", "forward FLOPs"})
+    CHECK(r.out.find(column) != std::string::npos);
+  CHECK(r.out.find("blocks.1.mlp") != std::string::npos);
+  CHECK(r.out.find("\ntotal ") != std::string::npos);
   r = vitgrad("summary --depth 2 --grn --layerscale auto --json");
   REQUIRE(r.exit_code == 0);
   const auto summary = nlohmann::json::parse(r.out);
   CHECK(summary["total_parameters"].get<int64_t>() > 0);
   CHECK(summary["layers"].size() > 5);
 
-  r = vitgrad("plot " + run + "/metrics.jsonl --what loss -o " + (dir / "loss.svg").string());
-  CHECK(r.exit_code == 0);
-  CHECK(read_text(dir / "loss.svg").rfind("<svg", 0) == 0);
-  r = vitgrad("plot " + run + "/metrics.jsonl --what layerscale -o " + (dir / "ls.svg").string());
-  CHECK(r.exit_code == 0);
+  for (const char* what : {"loss", "accuracy", "lr", "layerscale", "grn"}) {
+    const fs::path svg = dir / (std::string(what) + ".svg");
+    r = vitgrad("plot " + run + "/metrics.jsonl --what " + what + " -o " + svg.string());
+    INFO(what, ": ", r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(read_text(svg).rfind("<svg", 0) == 0);
+  }
 
   r = vitgrad("graph --depth 1 --dim 16 --heads 2 -o " + (dir / "g.dot").string());
   CHECK(r.exit_code == 0);
   const std::string dot = read_text(dir / "g.dot");
-  CHECK(dot.find("blocks.0.attn") != std::string::npos);
+  CHECK(dot.rfind("digraph", 0) == 0);
+  // A node names its op, the module that ran it and its shape.
+  CHECK(dot.find("label=\"scaled_dot_product_attention\nblocks.0.attn\n[2,2,50,8]\"") !=
+        std::string::npos);
+
+  r = vitgrad("gradcheck --only LayerNorm");
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("1 passed, 0 failed") != std::string::npos);
 }
 
 TEST_CASE("every misuse is one line on stderr and exit code 2") {
@@ -99,6 +149,23 @@ TEST_CASE("every misuse is one line on stderr and exit code 2") {
       {"graph --depth 1", "-o OUT.dot is required"},
       {"plot /nonexistent/metrics.jsonl -o x.svg", "/nonexistent/metrics.jsonl"},
       {"gradcheck --only nope", "unknown check 'nope'"},
+      {"", "vitgrad: no command given"},
+      {"demo now", "unexpected argument 'now'"},
+      {"eval x.json --split validation", "--split must be one of test|train, got 'validation'"},
+      {"train --data-dir", "--data-dir needs a value (DIR)"},
+      {"train --batch 64 --batch 32", "--batch given twice"},
+      {"train --no-augment=1", "--no-augment takes no value"},
+      {"train --momentum 1", "--momentum must be between 0 and 0.9999, got 1"},
+      {"train --warmup -3", "--warmup must be at least 0, got -3"},
+      {"train --accum 0", "--accum must be between 1 and 1024, got 0"},
+      {"train --label-smoothing 1", "--label-smoothing must be between 0 and 0.999, got 1"},
+      {"train --ema 1", "--ema must be between 0 and 0.999999, got 1"},
+      {"train --save-every x", "--save-every expects a whole number, got 'x'"},
+      {"train --sched linear", "--sched must be one of constant|step|cosine|learnable-scaler"},
+      {"train --pool max", "--pool must be one of token|avg, got 'max'"},
+      {"summary --heads 5", "embed_dim 64 is not divisible by num_heads 5"},
+      {"plot m.jsonl --what speed -o x.svg",
+       "--what must be one of loss|accuracy|lr|layerscale|grn"},
       {"gradcheck extra", "unexpected argument 'extra'"},
   };
   for (const auto& [args, message] : cases) {
