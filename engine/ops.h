@@ -97,6 +97,10 @@ Tensor dropout(const Tensor& x, double p, Rng& rng, bool training = true);
 // --- attention (ops/attention.cpp) ------------------------------------------------------
 // q, k, v (B, H, T, D) -> softmax(q k^T * D^-0.5) v, fused per (batch, head).
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v);
+// The same attention on timm's packed projection: qkv (B, T, 3C) laid out as (3, heads, D)
+// along its last axis -> (B, T, C), the heads' outputs side by side (timm's
+// transpose(1, 2).reshape(B, T, C)). Reads and writes in place: no q, k, v or output copies.
+Tensor qkv_attention(const Tensor& qkv, int64_t num_heads);
 
 // --- normalisation layers' fused ops (ops/norm.cpp) -------------------------------------
 // y = x * scale + shift over the last (channel) axis; scale (C), shift (C) optional

@@ -27,12 +27,9 @@ void Attention::check_input(const Shape& s) const {
 Tensor Attention::forward(const Tensor& x) {
   auto scope = enter();
   check_input(x.shape());
-  const int64_t B = x.size(0), T = x.size(1), hd = dim_ / num_heads_;
-  // (B, T, 3C) -> (B, T, 3, H, hd) -> (3, B, H, T, hd): timm's q|k|v layout.
-  Tensor qkv = permute(qkv_->forward(x).reshape({B, T, 3, num_heads_, hd}), {2, 0, 3, 1, 4});
-  Tensor out = scaled_dot_product_attention(select(qkv, 0, 0), select(qkv, 0, 1),
-                                            select(qkv, 0, 2));  // (B, H, T, hd)
-  out = permute(out, {0, 2, 1, 3}).reshape({B, T, dim_});
+  // (B, T, 3C) in timm's q|k|v, head-major layout -> (B, T, C), the heads side by side: the
+  // fused op reads the heads in place, so no permute, select or reshape copies are made.
+  Tensor out = qkv_attention(qkv_->forward(x), num_heads_);
   return proj_drop_->forward(proj_->forward(out));
 }
 

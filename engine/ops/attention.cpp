@@ -62,13 +62,21 @@ void for_each_head(const AttentionShape& s, F&& body) {
   parallel_for(s.heads, std::max<int64_t>(1, 32768 / std::max<int64_t>(work, 1)), body);
 }
 
+// Where one head's matrices live: each a (rows, D) block with its own row stride, so a
+// head can be read straight out of a packed (B, T, 3, H, D) qkv and written into (B, T, H, D).
+template <class T>
+struct HeadView {
+  T* data;
+  int64_t ld;
+};
+
 // Forward of one head: P (Tq, Tk) and O (Tq, D).
 template <class T>
-void attention_head_forward(const T* q, const T* k, const T* v, T* p, T* o, const AttentionShape& s,
-                            double scale) {
+void attention_head_forward(HeadView<const T> q, HeadView<const T> k, HeadView<const T> v, T* p,
+                            HeadView<T> o, const AttentionShape& s, double scale) {
   const int64_t Tq = s.Tq, Tk = s.Tk, D = s.D;
-  gemm(false, true, Tq, Tk, D, scale, q, D, k, D, p, Tk);  // S = s Q K^T
-  for (int64_t i = 0; i < Tq; ++i) {                       // P = softmax_rows(S)
+  gemm(false, true, Tq, Tk, D, scale, q.data, q.ld, k.data, k.ld, p, Tk);  // S = s Q K^T
+  for (int64_t i = 0; i < Tq; ++i) {                                       // P = softmax_rows(S)
     T* row = p + i * Tk;
     const T m = *std::max_element(row, row + Tk);
     double sum = 0;
@@ -76,19 +84,20 @@ void attention_head_forward(const T* q, const T* k, const T* v, T* p, T* o, cons
     const T inv = T(1.0 / sum);
     for (int64_t j = 0; j < Tk; ++j) row[j] *= inv;
   }
-  gemm(false, false, Tq, D, Tk, 1.0, p, Tk, v, D, o, D);  // O = P V
+  gemm(false, false, Tq, D, Tk, 1.0, p, Tk, v.data, v.ld, o.data, o.ld);  // O = P V
 }
 
 // Backward of one head. dq, dk, dv may be null (not needed); ds is a (Tq, Tk) scratch.
 //   dV = P^T dO;  dP = dO V^T;  D_i = sum_j dP_ij P_ij;  dS = P * (dP - D_i);
 //   dQ = s dS K;  dK = s dS^T Q.
 template <class T>
-void attention_head_backward(const T* q, const T* k, const T* v, const T* p, const T* dout, T* dq,
-                             T* dk, T* dv, T* ds, const AttentionShape& s, double scale) {
+void attention_head_backward(HeadView<const T> q, HeadView<const T> k, HeadView<const T> v,
+                             const T* p, HeadView<const T> dout, HeadView<T> dq, HeadView<T> dk,
+                             HeadView<T> dv, T* ds, const AttentionShape& s, double scale) {
   const int64_t Tq = s.Tq, Tk = s.Tk, D = s.D;
-  if (dv) gemm(true, false, Tk, D, Tq, 1.0, p, Tk, dout, D, dv, D);
-  if (!dq && !dk) return;
-  gemm(false, true, Tq, Tk, D, 1.0, dout, D, v, D, ds, Tk);  // dP
+  if (dv.data) gemm(true, false, Tk, D, Tq, 1.0, p, Tk, dout.data, dout.ld, dv.data, dv.ld);
+  if (!dq.data && !dk.data) return;
+  gemm(false, true, Tq, Tk, D, 1.0, dout.data, dout.ld, v.data, v.ld, ds, Tk);  // dP
   for (int64_t i = 0; i < Tq; ++i) {
     const T* pi = p + i * Tk;
     T* di = ds + i * Tk;
@@ -96,8 +105,8 @@ void attention_head_backward(const T* q, const T* k, const T* v, const T* p, con
     for (int64_t j = 0; j < Tk; ++j) row_dot += double(di[j]) * pi[j];
     for (int64_t j = 0; j < Tk; ++j) di[j] = pi[j] * (di[j] - T(row_dot));
   }
-  if (dq) gemm(false, false, Tq, D, Tk, scale, ds, Tk, k, D, dq, D);
-  if (dk) gemm(true, false, Tk, D, Tq, scale, ds, Tk, q, D, dk, D);
+  if (dq.data) gemm(false, false, Tq, D, Tk, scale, ds, Tk, k.data, k.ld, dq.data, dq.ld);
+  if (dk.data) gemm(true, false, Tk, D, Tq, scale, ds, Tk, q.data, q.ld, dk.data, dk.ld);
 }
 
 bool needs_grad(const Tensor& t) {
@@ -122,8 +131,9 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
       T *pp = p.data<T>(), *op = out.data<T>();
       for_each_head(s, [&](int64_t h0, int64_t h1) {
         for (int64_t h = h0; h < h1; ++h)
-          attention_head_forward(qp + h * s.Tq * s.D, kp + h * s.Tk * s.D, vp + h * s.Tk * s.D,
-                                 pp + h * s.Tq * s.Tk, op + h * s.Tq * s.D, s, scale);
+          attention_head_forward<T>({qp + h * s.Tq * s.D, s.D}, {kp + h * s.Tk * s.D, s.D},
+                                    {vp + h * s.Tk * s.D, s.D}, pp + h * s.Tq * s.Tk,
+                                    {op + h * s.Tq * s.D, s.D}, s, scale);
       });
     });
   } else {
@@ -156,13 +166,78 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
         std::vector<T> ds(s.Tq * s.Tk);  // dP, then dS, of one head
         for (int64_t h = h0; h < h1; ++h) {
           const int64_t qo = h * s.Tq * s.D, ko = h * s.Tk * s.D;
-          attention_head_backward(qp + qo, kp + ko, vp + ko, pp + h * s.Tq * s.Tk, gp + qo,
-                                  dqp ? dqp + qo : nullptr, dkp ? dkp + ko : nullptr,
-                                  dvp ? dvp + ko : nullptr, ds.data(), s, scale);
+          attention_head_backward<T>(
+              {qp + qo, s.D}, {kp + ko, s.D}, {vp + ko, s.D}, pp + h * s.Tq * s.Tk, {gp + qo, s.D},
+              {dqp ? dqp + qo : nullptr, s.D}, {dkp ? dkp + ko : nullptr, s.D},
+              {dvp ? dvp + ko : nullptr, s.D}, ds.data(), s, scale);
         }
       });
     });
     return std::vector<Tensor>{dq, dk, dv};
+  });
+}
+
+}  // namespace vg
+
+namespace vg {
+
+// The same attention read from the packed projection: head h of sample b has its q, k, v at
+// columns [h*D, (h+1)*D) of the three C-wide thirds of qkv's rows, and writes its output at
+// the same columns of out's rows. gemm's row strides do the (de)interleaving, so no q, k, v
+// or output copy is ever made, and the backward writes d(qkv) directly.
+Tensor qkv_attention(const Tensor& qkv, int64_t num_heads) {
+  check(qkv.defined(), "qkv_attention: undefined input");
+  check(qkv.dim() == 3 && num_heads > 0 && qkv.size(2) % (3 * num_heads) == 0,
+        "qkv_attention: qkv must be (B, T, 3 * heads * D) with ", num_heads, " heads, got ",
+        shape_str(qkv.shape()));
+  check(qkv.size(1) > 0, "qkv_attention: no tokens to attend to, shape ", shape_str(qkv.shape()));
+  const int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3, H = num_heads;
+  const AttentionShape s{B * H, T, T, C / H};
+  const double scale = 1.0 / std::sqrt(double(s.D));
+  const int64_t ld = 3 * C;
+  Tensor p = Tensor::empty({B, H, T, T}, qkv.dtype());
+  Tensor out = Tensor::empty({B, T, C}, qkv.dtype());
+  // Head task bh = b * H + h: its q, its output, its P.
+  auto q_at = [=](int64_t bh) { return (bh / H) * T * ld + (bh % H) * s.D; };
+  auto o_at = [=](int64_t bh) { return (bh / H) * T * C + (bh % H) * s.D; };
+  if (s.D > 0) {
+    dispatch(qkv.dtype(), [&](auto z) {
+      using T_ = decltype(z);
+      const T_* x = qkv.data<T_>();
+      T_ *pp = p.data<T_>(), *op = out.data<T_>();
+      for_each_head(s, [&](int64_t h0, int64_t h1) {
+        for (int64_t h = h0; h < h1; ++h) {
+          const T_* q = x + q_at(h);
+          attention_head_forward<T_>({q, ld}, {q + C, ld}, {q + 2 * C, ld}, pp + h * T * T,
+                                     {op + o_at(h), C}, s, scale);
+        }
+      });
+    });
+  }
+  const double pairs = double(s.heads) * double(T) * double(T);
+  add_flops(4.0 * pairs * double(s.D), true);
+  add_flops(5.0 * pairs);
+  if (!any_requires_grad({qkv})) return record("qkv_attention", out, {qkv}, nullptr);
+  Tensor xs = qkv.detach();
+  return record("qkv_attention", out, {qkv}, [=](const Tensor& g) {
+    Tensor dx = Tensor::empty(xs.shape(), g.dtype());
+    if (s.D == 0) return std::vector<Tensor>{dx};
+    dispatch(g.dtype(), [&](auto z) {
+      using T_ = decltype(z);
+      const T_ *x = xs.data<T_>(), *pp = p.data<T_>(), *gp = g.data<T_>();
+      T_* d = dx.data<T_>();
+      for_each_head(s, [&](int64_t h0, int64_t h1) {
+        std::vector<T_> ds(T * T);  // dP, then dS, of one head
+        for (int64_t h = h0; h < h1; ++h) {
+          const T_* q = x + q_at(h);
+          T_* dq = d + q_at(h);
+          attention_head_backward<T_>({q, ld}, {q + C, ld}, {q + 2 * C, ld}, pp + h * T * T,
+                                      {gp + o_at(h), C}, {dq, ld}, {dq + C, ld}, {dq + 2 * C, ld},
+                                      ds.data(), s, scale);
+        }
+      });
+    });
+    return std::vector<Tensor>{dx};
   });
 }
 

@@ -44,7 +44,7 @@ TEST_CASE("bench --profile lists the forward and backward of the ops") {
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   for (const char* row : {"images/s: ", "matmul GFLOP/s: ", "peak RSS: ", "linear (backward)",
-                          "layer_norm ", "scaled_dot_product_attention (backward)", "optimiser"})
+                          "layer_norm ", "qkv_attention (backward)", "optimiser"})
     CHECK(r.out.find(row) != std::string::npos);
 }
 
