@@ -6,6 +6,7 @@
 #include "engine/autograd.h"
 #include "engine/ops.h"
 #include "engine/ops/broadcast.h"
+#include "engine/ops/vec_math.h"
 
 namespace vg {
 namespace {
@@ -83,6 +84,12 @@ Tensor unary(const char* op, const Tensor& x, double flops, Value value, Derivat
 
 template <class T> T phi(T x) { return T(0.3989422804014327) * std::exp(T(-0.5) * x * x); }
 template <class T> T Phi(T x) { return T(0.5) * (T(1) + std::erf(x * T(0.7071067811865476))); }
+// float: the vectorisable polynomials (engine/ops/vec_math.h); float64 keeps libm's.
+inline float phi(float x) {
+  x = std::min(std::max(x, -13.0f), 13.0f);  // beyond, phi underflows and x * phi(x) is 0
+  return 0.3989422804014327f * vec::exp(-0.5f * x * x);
+}
+inline float Phi(float x) { return 0.5f * (1.0f + vec::erf(x * 0.7071067811865476f)); }
 constexpr double kSqrt2OverPi = 0.7978845608028654;
 
 }  // namespace

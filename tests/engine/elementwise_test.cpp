@@ -37,6 +37,29 @@ TEST_CASE("gelu, tanh, sigmoid and relu match known numbers") {
   CHECK(p.grad().at({1}) == doctest::Approx(1.0833154706).epsilon(1e-10));
 }
 
+TEST_CASE("float32 gelu (vectorised erf and exp) stays within float rounding of float64") {
+  std::vector<double> xs;
+  for (int i = -3000; i <= 3000; ++i) xs.push_back(i / 250.0);  // [-12, 12]
+  const int64_t n = int64_t(xs.size());
+  Tensor x64 = from_vector(xs, {n}).set_requires_grad();
+  Tensor x32 = from_vector(xs, {n}, DType::f32).set_requires_grad();
+  sum(gelu(x64)).backward();
+  sum(gelu(x32)).backward();
+  const std::vector<double> y64 = gelu(x64.detach()).to_vector(),
+                            y32 = gelu(x32.detach()).to_vector();
+  const std::vector<double> g64 = x64.grad().to_vector(), g32 = x32.grad().to_vector();
+  double worst_value = 0, worst_grad = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    // Relative to |x| (gelu ~ x for large x), absolute near 0: a few float ulps.
+    worst_value = std::max(worst_value, std::abs(y32[i] - y64[i]) / std::max(1.0, std::abs(xs[i])));
+    worst_grad = std::max(worst_grad, std::abs(g32[i] - g64[i]));
+  }
+  CHECK(worst_value < 1e-6);
+  CHECK(worst_grad < 1e-6);
+  CHECK(gelu(from_vector(std::vector<double>{-30, 30}, {2}, DType::f32)).to_vector() ==
+        std::vector<double>{0, 30});
+}
+
 TEST_CASE("binary ops pass gradcheck, including operands that broadcast along each axis") {
   const Shape full_shape{2, 3, 4};
   // Broadcast along each single axis ({1,3,4}, {2,1,4}, {2,3,1}), along pairs, by missing
