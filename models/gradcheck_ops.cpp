@@ -148,6 +148,8 @@ std::vector<GradcheckCase> op_gradcheck_cases() {
   }));
   c.push_back(op("scaled_dot_product_attention", {{{2, 2, 5, 4}}, {{2, 2, 5, 4}}, {{2, 2, 5, 4}}},
                  [](const V& in) { return scaled_dot_product_attention(in[0], in[1], in[2]); }));
+  c.push_back(op("qkv_attention", {{{2, 5, 3 * 6}}},
+                 [](const V& in) { return qkv_attention(in[0], 2); }));
   c.push_back(op("channel_affine", {{{2, 3, 4}}, {{4}}, {{4}}},
                  [](const V& in) { return channel_affine(in[0], in[1], in[2]); }));
   c.push_back(op("channel_affine:no_shift", {{{2, 3, 4}}, {{4}}},
