@@ -114,8 +114,7 @@ TEST_CASE("train, eval, resume, summary, plot, graph and gradcheck work end to e
   const std::string dot = read_text(dir / "g.dot");
   CHECK(dot.rfind("digraph", 0) == 0);
   // A node names its op, the module that ran it and its shape.
-  CHECK(dot.find("label=\"scaled_dot_product_attention\nblocks.0.attn\n[2,2,50,8]\"") !=
-        std::string::npos);
+  CHECK(dot.find("label=\"qkv_attention\nblocks.0.attn\n[2,50,16]\"") != std::string::npos);
 
   r = vitgrad("gradcheck --only LayerNorm");
   CHECK(r.exit_code == 0);
