@@ -8,7 +8,9 @@
 namespace vg::tools {
 
 std::vector<Flag> model_flags() {
-  return {{"--preset", "NAME", "a named model: fmnist-tiny (default), fmnist-deep, fmnist-ls36"},
+  std::string presets;  // from the list itself, so that a new preset shows up here
+  for (const std::string& name : preset_names()) presets += (presets.empty() ? "" : ", ") + name;
+  return {{"--preset", "NAME", "a named model (default fmnist-tiny): " + presets},
           {"--config", "FILE", "a ViTConfig JSON file (instead of --preset)"},
           {"--depth", "N", "number of blocks"},
           {"--dim", "N", "embedding dimension"},
@@ -24,7 +26,8 @@ std::vector<Flag> model_flags() {
 }
 
 ViTConfig model_from_flags(const ArgParser& args) {
-  if (args.has("--preset") && args.has("--config")) args.fail("give --preset or --config, not both");
+  if (args.has("--preset") && args.has("--config"))
+    args.fail("give --preset or --config, not both");
   ViTConfig c;
   try {
     if (args.has("--config")) {

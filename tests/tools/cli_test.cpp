@@ -185,3 +185,28 @@ TEST_CASE("every command answers --help") {
     CHECK(r.out.rfind("usage: vitgrad ", 0) == 0);
   }
 }
+
+TEST_CASE("--help lists every flag of the documented command line") {
+  const std::string model =
+      "--preset --config --depth --dim --heads --patch --mlp-ratio --norm --layerscale --grn "
+      "--pool --drop-path --dropout ";
+  const std::vector<std::pair<std::string, std::string>> commands = {
+      {"train", model + "--data --data-dir --epochs --steps --batch --opt --lr --wd --momentum "
+                        "--sched --warmup --clip --accum --label-smoothing --no-augment --seed "
+                        "--threads --ema --init --resume --out --save-every"},
+      {"eval", "--data-dir --split --json"},
+      {"summary", model + "--json"},
+      {"gradcheck", "--only --json"},
+      {"plot", "--what -o"},
+      {"graph", model + "-o"},
+  };
+  for (const auto& [command, flags] : commands) {
+    const auto r = vitgrad(command + " --help");
+    REQUIRE(r.exit_code == 0);
+    std::istringstream names(flags);
+    for (std::string flag; names >> flag;) {
+      INFO("vitgrad ", command, " --help lacks ", flag);
+      CHECK(r.out.find("\n  " + flag + " ") != std::string::npos);
+    }
+  }
+}
