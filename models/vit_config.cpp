@@ -10,6 +10,9 @@ namespace {
 
 using nlohmann::json;
 
+// More parameters than this (4 GB of float32) is not a model this engine is meant for.
+constexpr double kMaxParameters = 1e9;
+
 double parse_layerscale(const std::string& s) {
   if (s == "none") return 0.0;
   char* end = nullptr;
@@ -83,6 +86,15 @@ void ViTConfig::validate() const {
   check(std::isfinite(mlp_ratio) && mlp_ratio > 0 && mlp_ratio <= 64 &&
             static_cast<int64_t>(embed_dim * mlp_ratio) > 0,
         "ViTConfig: 'mlp_ratio' must be positive, got ", mlp_ratio);
+  // Checked before anything is allocated: a config asking for more than a CPU engine can
+  // hold must be an error, not an allocation the kernel grants and later kills us for.
+  const double E = double(embed_dim), tokens = double(num_patches() + 1);
+  const double parameters = E * double(in_chans * patch_size * patch_size) + tokens * E +
+                            double(depth) * (4 * E * E + 2 * E * E * mlp_ratio) +
+                            E * double(num_classes);
+  check(parameters <= kMaxParameters, "ViTConfig: the model would have ", parameters,
+        " parameters, more than the limit of ", kMaxParameters, " (depth ", depth, ", embed_dim ",
+        embed_dim, ")");
   check(norm == "layernorm" || norm == "learnable_scaler",
         "ViTConfig: 'norm' must be layernorm or learnable_scaler, got '", norm, "'");
   if (layerscale != "auto") parse_layerscale(layerscale);

@@ -122,6 +122,7 @@ TEST_CASE("every bad checkpoint, config, data file and flag is one line and exit
   write(dir / "patch.cfg", "{\"patch_size\": 5}");
   write(dir / "depth.cfg", "{\"depth\": -1}");
   write(dir / "array.cfg", "[1, 2]");
+  write(dir / "huge.cfg", "{\"depth\": 1000, \"embed_dim\": 8192, \"num_heads\": 8}");
   write(dir / "run.cfg", "{\"model\": {\"norm\": \"batchnorm\"}, \"train\": {}}");
   auto cfg = [&](const char* name) { return (dir / name).string(); };
 
@@ -214,6 +215,9 @@ TEST_CASE("every bad checkpoint, config, data file and flag is one line and exit
        "img_size 28 is not divisible by patch_size 5"},
       {"config: negative depth", "summary --config " + cfg("depth.cfg"),
        "'depth' must be positive, got -1"},
+      {"config: a model too big to allocate",
+       "train --data synthetic --config " + cfg("huge.cfg") + out,
+       "parameters, more than the limit of 1e+09 (depth 1000, embed_dim 8192)"},
       {"config: an array", "summary --config " + cfg("array.cfg"),
        "ViTConfig: expected a JSON object"},
       {"config: a run's config.json with a bad norm", "summary --config " + cfg("run.cfg"),
@@ -237,6 +241,8 @@ TEST_CASE("every bad checkpoint, config, data file and flag is one line and exit
        "embed_dim 30 is not divisible by num_heads 4"},
       {"flags: patch does not divide image", "train --data synthetic --patch 6" + out,
        "img_size 28 is not divisible by patch_size 6"},
+      {"flags: a model too big to allocate", "summary --depth 64 --dim 16384 --heads 16",
+       "parameters, more than the limit of 1e+09 (depth 64, embed_dim 16384)"},
       {"flags: learning rate not a number", "train --data synthetic --lr 1e-3x" + out,
        "--lr expects a number, got '1e-3x'"},
       {"flags: learning rate infinite", "train --data synthetic --lr inf" + out,
