@@ -6,9 +6,10 @@ ViT semantics (pre-norm blocks, LayerScale, exact GELU, MLP ratio 4, class token
 random 28x28x1 images, alternating the two engines, on the same threads and in the same
 environment, and prints images/s, the ratio and the peak RSS of each as a Markdown table.
 
-Two environments can be measured:
+Three environments can be measured:
   best     OPENBLAS_CORETYPE unset, OMP_WAIT_POLICY=passive: PyTorch's best setting here.
   default  the environment this script was started in, as it is.
+  haswell  the same with OPENBLAS_CORETYPE=Haswell, as some CI machines set it.
 
 Needs python3-torch; not part of `make test`. Example:
   python3 tools/bench_vs_torch.py --vitgrad build/vitgrad --env best --env default
@@ -151,6 +152,8 @@ def environment(kind):
     if kind == "best":
         env.pop("OPENBLAS_CORETYPE", None)
         env["OMP_WAIT_POLICY"] = "passive"
+    if kind == "haswell":
+        env["OPENBLAS_CORETYPE"] = "Haswell"
     return env
 
 
@@ -167,7 +170,7 @@ def run_json(cmd, env):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--vitgrad", default="build/vitgrad", help="the vitgrad binary")
-    ap.add_argument("--env", action="append", choices=["best", "default"],
+    ap.add_argument("--env", action="append", choices=["best", "default", "haswell"],
                     help="environment(s) to measure (default: best)")
     ap.add_argument("--python", default="/usr/bin/python3" if os.path.exists("/usr/bin/python3")
                     else sys.executable, help="the Python that has torch (Debian's python3-torch)")
@@ -191,8 +194,8 @@ def main():
         env = environment(kind)
         print(f"\n## environment '{kind}': {describe(env)}\n")
         print("| config | PyTorch img/s | vitgrad img/s | ratio | PyTorch RSS MB | "
-              "vitgrad RSS MB | RSS ratio | vitgrad matmul GFLOP/s | sgemm GFLOP/s |")
-        print("|---|---|---|---|---|---|---|---|---|")
+              "vitgrad RSS MB | RSS ratio | vitgrad matmul GFLOP/s | sgemm GFLOP/s | vitgrad kernels |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
         for label, dim, depth, heads, batch, norm, grn in picked:
             vg_cmd = [a.vitgrad, "bench", "--json", "--dim", str(dim), "--depth", str(depth),
                       "--heads", str(heads), "--batch", str(batch), "--mlp-ratio", "4",
@@ -211,7 +214,7 @@ def main():
             t_rss = max(r["peak_rss_mb"] for r in torch_runs)
             print(f"| {label} | {t['images_per_s']:.0f} | {v['images_per_s']:.0f} | "
                   f"{v['images_per_s'] / t['images_per_s']:.2f}x | {t_rss:.0f} | {v_rss:.0f} | "
-                  f"{v_rss / t_rss:.2f} | {v['gflops']:.0f} | {v['sgemm_gflops']:.0f} |",
+                  f"{v_rss / t_rss:.2f} | {v['gflops']:.0f} | {v['sgemm_gflops']:.0f} | {v['blas_core']} |",
                   flush=True)
     print(f"\nload average at end: {os.getloadavg()[0]:.2f}")
 
