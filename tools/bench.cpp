@@ -146,11 +146,18 @@ int run_bench(const std::vector<std::string>& argv) {
   const std::string core = blas_core_name();
   const double allocs = double(after.heap_allocations - before.heap_allocations) / double(steps);
   if (args.on("--json")) {
-    std::cout << nlohmann::json{{"images_per_s", ips},      {"ms_per_step", 1e3 * median},
-                                {"gflops", gflops},         {"sgemm_gflops", sgemm},
-                                {"peak_rss_mb", rss},       {"heap_allocations_per_step", allocs},
-                                {"threads", num_threads()}, {"batch", batch},
-                                {"blas_core", core}}
+    std::cout << nlohmann::json{{"images_per_s", ips},
+                                {"ms_per_step", 1e3 * median},
+                                {"gflops", gflops},
+                                {"sgemm_gflops", sgemm},
+                                {"peak_rss_mb", rss},
+                                {"heap_allocations_per_step", allocs},
+                                {"threads", num_threads()},
+                                {"batch", batch},
+                                {"blas_core", core},
+                                {"omp_wait_policy", std::getenv("OMP_WAIT_POLICY")
+                                                        ? std::getenv("OMP_WAIT_POLICY")
+                                                        : "unset"}}
                      .dump()
               << "\n";
   } else {

@@ -29,28 +29,43 @@ const char* kUsage =
     "\n"
     "`vitgrad <command> --help` describes a command.\n";
 
-// OpenBLAS picks its kernels once, when it is loaded, and OPENBLAS_CORETYPE overrides the
-// choice. Set to a family narrower than the CPU (e.g. Haswell's AVX2 on an AVX-512 CPU) it
-// halves the speed of every product, so vitgrad starts itself again once without it, unless
-// VITGRAD_KEEP_CORETYPE is set to a value other than 0. Each kernel family gives its own
-// bits: runs are reproducible for a given family, which `vitgrad bench` prints.
-void use_widest_blas_kernels(char** argv) {
+// Two libraries read their settings once, when they are loaded, so vitgrad sets them by
+// starting itself again once (at most) with a changed environment:
+// - OPENBLAS_CORETYPE overrides OpenBLAS's choice of kernels. Set to a family narrower than
+//   the CPU (e.g. Haswell's AVX2 on an AVX-512 CPU) it halves the speed of every product, so
+//   it is dropped, unless VITGRAD_KEEP_CORETYPE is set to a value other than 0. Each kernel
+//   family gives its own bits: runs are reproducible for a given family (`bench` prints it).
+// - OMP_WAIT_POLICY unset lets OpenMP threads spin while they wait. Every op opens a parallel
+//   region, and on cores that other processes also use a spinning thread holds the core the
+//   thread it waits for needs: a training step measured 3x slower than with passive waiting
+//   on a loaded 2-core machine. Unset therefore means passive here; set it to keep spinning.
+void choose_library_settings(char** argv) {
+  bool restart = false;
   const char* forced = std::getenv("OPENBLAS_CORETYPE");
   const char* keep = std::getenv("VITGRAD_KEEP_CORETYPE");
-  if (!forced || (keep && *keep && std::strcmp(keep, "0") != 0)) return;
-  if (!vg::blas_core_narrower_than_cpu(forced)) return;
-  setenv("VITGRAD_DROPPED_CORETYPE", forced, 1);
-  unsetenv("OPENBLAS_CORETYPE");
+  const bool keep_core = keep && *keep && std::strcmp(keep, "0") != 0;
+  if (forced && !keep_core && vg::blas_core_narrower_than_cpu(forced)) {
+    setenv("VITGRAD_DROPPED_CORETYPE", forced, 1);
+    unsetenv("OPENBLAS_CORETYPE");
+    restart = true;
+  }
+  if (!std::getenv("OMP_WAIT_POLICY")) {
+    setenv("OMP_WAIT_POLICY", "passive", 1);
+    restart = true;
+  }
+  if (!restart) return;
   execv("/proc/self/exe", argv);
-  // exec failed: go on with the kernels OpenBLAS already chose
-  setenv("OPENBLAS_CORETYPE", std::getenv("VITGRAD_DROPPED_CORETYPE"), 1);
-  unsetenv("VITGRAD_DROPPED_CORETYPE");
+  // exec failed: go on with the settings the libraries already read
+  if (const char* dropped = std::getenv("VITGRAD_DROPPED_CORETYPE")) {
+    setenv("OPENBLAS_CORETYPE", dropped, 1);
+    unsetenv("VITGRAD_DROPPED_CORETYPE");
+  }
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  use_widest_blas_kernels(argv);
+  choose_library_settings(argv);
   if (argc < 2) {  // misuse like any other: one line and exit code 2
     std::cerr << "vitgrad: no command given (vitgrad --help lists them)\n";
     return 2;

@@ -75,3 +75,8 @@ TEST_CASE("OPENBLAS_CORETYPE: a narrower family is dropped unless VITGRAD_KEEP_C
     CHECK(core == "Haswell");
   }
 }
+
+TEST_CASE("OMP_WAIT_POLICY: unset means passive, a value the user sets is kept") {
+  CHECK(bench_json("", "env -u OMP_WAIT_POLICY").at("omp_wait_policy") == "passive");
+  CHECK(bench_json("", "OMP_WAIT_POLICY=active").at("omp_wait_policy") == "active");
+}
