@@ -1,7 +1,7 @@
 // Every differentiable op of the engine. Each op lives in the file of its family, with its
 // shape rule, forward kernel, backward and FLOP count side by side:
 //   ops/elementwise.cpp  ops/reduce.cpp  ops/shape.cpp  ops/matmul.cpp  ops/nn.cpp
-//   ops/attention.cpp  ops/norm.cpp (fused normalisation-layer ops)
+//   ops/attention.cpp  ops/norm.cpp (fused normalisation-layer ops)  ops/aux_loss.cpp
 // Binary elementwise ops follow NumPy broadcasting. Both operands of a binary op must have
 // the same dtype. Axes may be negative (counted from the end).
 #pragma once
@@ -101,6 +101,14 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 // along its last axis -> (B, T, C), the heads' outputs side by side (timm's
 // transpose(1, 2).reshape(B, T, C)). Reads and writes in place: no q, k, v or output copies.
 Tensor qkv_attention(const Tensor& qkv, int64_t num_heads);
+
+// --- auxiliary losses of the LearnableScaler recipe (ops/aux_loss.cpp) ------------------
+// The feature-decay hinge on a residual stream x (any shape): with danger = |x| - threshold
+// over the elements above the threshold, mean(danger) + max(danger); 0 when none is.
+Tensor feature_decay_loss(const Tensor& x, double threshold);
+// Attention peakedness on probabilities (..., T): over the rows whose maximum is below
+// min_peak, 1 - mean(row maximum); 0 when every row is peaked enough.
+Tensor attention_peak_loss(const Tensor& probs, double min_peak = 0.5);
 
 // --- normalisation layers' fused ops (ops/norm.cpp) -------------------------------------
 // y = x * scale + shift over the last (channel) axis; scale (C), shift (C) optional
