@@ -1,5 +1,7 @@
 #include "layers/attention.h"
 
+#include <cmath>
+
 #include "engine/ops.h"
 #include "layers/channel_check.h"
 
@@ -25,11 +27,27 @@ void Attention::check_input(const Shape& s) const {
 }
 
 Tensor Attention::forward(const Tensor& x) {
+  return forward(x, nullptr);
+}
+
+Tensor Attention::forward(const Tensor& x, Tensor* probs) {
   auto scope = enter();
   check_input(x.shape());
-  // (B, T, 3C) in timm's q|k|v, head-major layout -> (B, T, C), the heads side by side: the
-  // fused op reads the heads in place, so no permute, select or reshape copies are made.
-  Tensor out = qkv_attention(qkv_->forward(x), num_heads_);
+  Tensor qkv = qkv_->forward(x);
+  Tensor out;
+  if (probs) {
+    // Step by step, keeping the probabilities: (B, T, 3C) -> (B, T, 3, H, hd) ->
+    // (3, B, H, T, hd), timm's q|k|v layout.
+    const int64_t B = x.size(0), T = x.size(1), hd = dim_ / num_heads_;
+    Tensor parts = permute(qkv.reshape({B, T, 3, num_heads_, hd}), {2, 0, 3, 1, 4});
+    Tensor q = select(parts, 0, 0), k = select(parts, 0, 1), v = select(parts, 0, 2);
+    *probs = softmax(matmul(q, k, false, true) * (1.0 / std::sqrt(double(hd))));
+    out = permute(matmul(*probs, v), {0, 2, 1, 3}).reshape({B, T, dim_});
+  } else {
+    // (B, T, 3C) in timm's q|k|v, head-major layout -> (B, T, C), the heads side by side:
+    // the fused op reads the heads in place, so no permute, select or reshape copies are made.
+    out = qkv_attention(qkv, num_heads_);
+  }
   return proj_drop_->forward(proj_->forward(out));
 }
 

@@ -21,8 +21,12 @@ class Attention : public Module {
   Attention(int64_t dim, int64_t num_heads, bool qkv_bias, Rng& rng, double dropout = 0.0,
             std::shared_ptr<Rng> drop_rng = nullptr);
 
-  // x (B, T, dim) -> (B, T, dim).
+  // x (B, T, dim) -> (B, T, dim), through the fused attention op.
   Tensor forward(const Tensor& x);
+  // The same computed step by step, keeping the attention probabilities (B, H, T, T) in
+  // *probs for a loss on them (the fused op never builds them, so the normal path stays
+  // fused and this one is used only when such a loss is on).
+  Tensor forward(const Tensor& x, Tensor* probs);
   Tensor operator()(const Tensor& x) { return forward(x); }
 
   // qkv and proj products plus 4*B*H*T*T*hd for the two attention products and the softmax.

@@ -40,13 +40,31 @@ Block::Block(int64_t dim, int64_t num_heads, double mlp_ratio, bool qkv_bias, No
 }
 
 Tensor Block::forward(const Tensor& x) {
+  return forward(x, BlockAuxLoss{}, nullptr);
+}
+
+namespace {
+
+void add_term(Tensor* extra, const Tensor& term, double weight) {
+  *extra = extra->defined() ? add(*extra, mul(term, weight)) : mul(term, weight);
+}
+
+}  // namespace
+
+Tensor Block::forward(const Tensor& x, const BlockAuxLoss& aux, Tensor* extra) {
   auto scope = enter();
-  Tensor branch = attn_->forward(apply_norm(*norm1_, x));
+  const bool hinge = extra && aux.feature_decay > 0, peak = extra && aux.attn_peak > 0;
+  Tensor probs;
+  Tensor branch = attn_->forward(apply_norm(*norm1_, x), peak ? &probs : nullptr);
+  if (peak) add_term(extra, attention_peak_loss(probs), aux.attn_peak);
   if (ls1_) branch = ls1_->forward(branch);
   Tensor h = add(x, drop_path1_->forward(branch));
+  if (hinge) add_term(extra, feature_decay_loss(h, aux.feature_threshold), aux.feature_decay);
   branch = mlp_->forward(apply_norm(*norm2_, h));
   if (ls2_) branch = ls2_->forward(branch);
-  return add(h, drop_path2_->forward(branch));
+  Tensor y = add(h, drop_path2_->forward(branch));
+  if (hinge) add_term(extra, feature_decay_loss(y, aux.feature_threshold), aux.feature_decay);
+  return y;
 }
 
 double Block::flop_count(const Shape& s) const {

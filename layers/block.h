@@ -25,6 +25,13 @@ std::shared_ptr<Module> make_norm(NormKind kind, int64_t dim, Rng& rng);
 // Runs a module made by make_norm.
 Tensor apply_norm(Module& norm, const Tensor& x);
 
+// The auxiliary losses of the LearnableScaler recipe as one block adds them; 0 turns one off.
+struct BlockAuxLoss {
+  double feature_decay = 0;        // weight of feature_decay_loss after each residual add
+  double feature_threshold = 200;  // the hinge's threshold on |x|
+  double attn_peak = 0;            // weight of attention_peak_loss on this block's attention
+};
+
 class Block : public Module {
  public:
   // layerscale_init 0 means no LayerScale (timm's test on truthiness).
@@ -35,6 +42,9 @@ class Block : public Module {
   // x (B, T, dim) -> (B, T, dim).
   Tensor forward(const Tensor& x);
   Tensor operator()(const Tensor& x) { return forward(x); }
+  // The same, adding the block's weighted auxiliary losses to *extra (a scalar, undefined
+  // until the first term). The attention runs unfused only when attn_peak > 0.
+  Tensor forward(const Tensor& x, const BlockAuxLoss& aux, Tensor* extra);
 
   double flop_count(const Shape& input_shape) const override;
 

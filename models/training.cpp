@@ -220,23 +220,32 @@ TrainResult loop(Run& run, std::ostream& log) {
     const double lr = run.lr_at(run.step);
     run.optimizer->set_lr(lr);
     bool epoch_ended = false;
+    double aux_sum = 0;  // the auxiliary losses of this step's micro-batches
     int64_t epoch = 0;
     for (int64_t micro = 0; micro < o.accum; ++micro) {
       data::Batch batch = run.loader->next();
       epoch = batch.epoch;
-      Tensor logits, loss;
-      double value = 0;
+      Tensor logits, loss, extra;
+      double value = 0, extra_value = 0;
       try {
-        logits = run.model->forward(batch.images);
+        logits = o.aux.any() ? run.model->forward(batch.images, o.aux, &extra)
+                             : run.model->forward(batch.images);
         loss = cross_entropy(logits, batch.labels, o.label_smoothing);
         value = loss.item();
-        if (std::isfinite(value))
+        if (extra.defined()) {
+          extra_value = extra.item();
+          loss = add(loss, extra);
+        }
+        if (std::isfinite(value) && std::isfinite(extra_value))
           (o.accum > 1 ? mul(loss, 1.0 / double(o.accum)) : loss).backward();
       } catch (const Error& e) {
         if (!anomaly_enabled()) throw;
         throw Error(cat_str(e.what(), " at step ", run.step + 1, "; ", last_good(run)));
       }
       if (!std::isfinite(value)) diverged(run, run.step + 1, "the loss is " + value_str(value));
+      if (!std::isfinite(extra_value))
+        diverged(run, run.step + 1, "the auxiliary loss is " + value_str(extra_value));
+      aux_sum += extra_value;
       const int64_t correct = count_correct(logits, batch.labels);
       const int64_t n = static_cast<int64_t>(batch.labels.size());
       window.add(value, correct, n);
@@ -261,6 +270,7 @@ TrainResult loop(Run& run, std::ostream& log) {
       if (run.model->config().layerscale != "none" || run.model->block(0).has_layerscale())
         record["layerscale"] = gamma_magnitudes(*run.model, false);
       if (run.model->config().grn) record["grn"] = gamma_magnitudes(*run.model, true);
+      if (o.aux.any()) record["aux_loss"] = aux_sum / double(o.accum);  // of the last step
       metrics << record.dump() << "\n" << std::flush;
       const double done = double(run.step - first_step), left = double(run.total_steps - run.step);
       const double eta = done > 0 ? seconds_since(start) / done * left : 0;

@@ -40,6 +40,7 @@ struct TrainOptions {
   double clip = 0;                      // global grad-norm clip; 0: none
   int64_t accum = 1;                    // micro-batches per optimiser step
   double label_smoothing = 0;
+  AuxLossConfig aux;                    // the LearnableScaler recipe's auxiliary losses
   bool augment = true;
   uint64_t seed = 0;
   double ema = 0;                       // > 0: keep a model EMA with this decay
@@ -55,6 +56,11 @@ struct TrainOptions {
   static TrainOptions from_json(const nlohmann::json& j, const ViTConfig& model);
   void validate() const;
 };
+
+// The training options a named model preset implies: the defaults above, except for
+// "fmnist-ls-recipe", the LearnableScaler training recipe at toy scale (LAMB wd 0.02 with
+// its global clip, accumulation, the learnable-scaler schedule, both auxiliary losses).
+TrainOptions training_defaults(const std::string& preset_name);
 
 struct TrainResult {
   int64_t steps = 0;

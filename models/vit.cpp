@@ -40,13 +40,27 @@ ViT::ViT(const ViTConfig& config, uint64_t seed)
 }
 
 Tensor ViT::forward(const Tensor& images) {
+  return forward(images, AuxLossConfig{}, nullptr);
+}
+
+Tensor ViT::forward(const Tensor& images, const AuxLossConfig& aux, Tensor* extra) {
   auto scope = enter();
   Tensor x = patch_embed_->forward(images);  // (B, N, E)
   const int64_t B = x.size(0);
   // timm's order: the class token goes first, then the positional embedding is added.
   x = cat({broadcast_to(cls_token_, {B, 1, config_.embed_dim}), x}, 1);
   x = pos_drop_->forward(add(x, pos_embed_));
-  for (auto& block : blocks_) x = block->forward(x);
+  if (extra) *extra = Tensor();
+  for (size_t i = 0; i < blocks_.size(); ++i) {
+    if (!extra || !aux.any()) {
+      x = blocks_[i]->forward(x);
+      continue;
+    }
+    nn::BlockAuxLoss block_aux{aux.feature_decay, aux.feature_threshold,
+                               int64_t(i) < aux.attn_layers ? aux.attn_extra_loss : 0.0};
+    x = blocks_[i]->forward(x, block_aux, extra);
+  }
+  if (extra && !extra->defined()) *extra = zeros({}, x.dtype());
   if (config_.global_pool == "token") {
     x = select(nn::apply_norm(*norm_, x), 1, 0);  // the class token after the final norm
   } else {

@@ -17,6 +17,17 @@
 
 namespace vg {
 
+// The auxiliary losses of the LearnableScaler training script (semantics of its
+// --train-feature-decay and --attn-extra-loss), with independent weights: the hinge after
+// each residual add of every block, the peakedness loss on the first attn_layers blocks.
+struct AuxLossConfig {
+  double feature_decay = 0;        // weight of each block's two hinge terms
+  double feature_threshold = 200;  // on |x| of the residual stream
+  double attn_extra_loss = 0;      // weight of each block's attention-peakedness term
+  int64_t attn_layers = 6;         // blocks 0..attn_layers-1 (all when >= depth)
+  bool any() const { return feature_decay > 0 || attn_extra_loss > 0; }
+};
+
 class ViT : public nn::Module {
  public:
   // Builds and initialises the model as timm does (trunc_normal(.02) Linear weights, zero
@@ -27,6 +38,9 @@ class ViT : public nn::Module {
   // images (B, img_size, img_size, in_chans) -> logits (B, num_classes).
   Tensor forward(const Tensor& images);
   Tensor operator()(const Tensor& images) { return forward(images); }
+  // The logits, and in *extra the weighted sum of the auxiliary losses over the blocks (a
+  // scalar; zero when `aux` turns none on).
+  Tensor forward(const Tensor& images, const AuxLossConfig& aux, Tensor* extra);
 
   double flop_count(const Shape& input_shape) const override;
   Shape output_shape(const Shape& input_shape) const override;

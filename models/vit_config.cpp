@@ -48,6 +48,12 @@ std::vector<PresetEntry> presets() {
   list.push_back({"fmnist-ls36", "patch 7, dim 64, depth 36, every LayerNorm replaced by "
                                  "LearnableScaler, no LayerScale (the LearnableScaler recipe)",
                   ls36});
+  ViTConfig recipe = ls36;
+  recipe.depth = 24;
+  list.push_back({"fmnist-ls-recipe", "patch 7, dim 64, depth 24, LearnableScaler everywhere, no "
+                                      "LayerScale; `train` also takes the recipe's training "
+                                      "options (LAMB, schedule, auxiliary losses)",
+                  recipe});
   return list;
 }
 

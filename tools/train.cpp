@@ -12,31 +12,16 @@
 #include "models/training.h"
 #include "tools/args.h"
 #include "tools/model_flags.h"
+#include "tools/train_flags.h"
 
 namespace vg::tools {
 namespace {
 
 std::vector<Flag> train_flags() {
   std::vector<Flag> flags = model_flags();
+  const std::vector<Flag> recipe = recipe_flags();
+  flags.insert(flags.end(), recipe.begin(), recipe.end());
   const std::vector<Flag> own = {
-      {"--data", "NAME", "fashion-mnist (default) | synthetic"},
-      {"--data-dir", "DIR", "folder with the four Fashion-MNIST IDX files (gzipped or not)"},
-      {"--synthetic-size", "N", "training images of --data synthetic (test: a quarter)"},
-      {"--epochs", "N", "passes over the training set (default 10)"},
-      {"--steps", "N", "optimiser steps in total (instead of --epochs)"},
-      {"--batch", "N", "images per micro-batch (default 128)"},
-      {"--opt", "NAME", "sgd | adamw (default) | lamb"},
-      {"--lr", "X", "peak learning rate (default 1e-3)"},
-      {"--min-lr", "X", "the floor of the cosine schedule (default 1e-6)"},
-      {"--wd", "X", "weight decay of the decayed group (default 0.05)"},
-      {"--momentum", "X", "SGD momentum (default 0.9)"},
-      {"--sched", "NAME", "constant | step | cosine (default) | learnable-scaler"},
-      {"--warmup", "N", "linear warmup steps (cosine)"},
-      {"--clip", "X", "global gradient-norm clip (default 0: none)"},
-      {"--accum", "N", "micro-batches per optimiser step (default 1)"},
-      {"--label-smoothing", "X", "label smoothing of the cross-entropy (default 0)"},
-      {"--no-augment", "", "no random crop and flip"},
-      {"--seed", "N", "seed of initialisation, shuffling, augmentation and dropout"},
       {"--threads", "N", "threads for kernels and OpenBLAS (default: all cores)"},
       {"--ema", "D", "also keep a model EMA with decay D and evaluate it"},
       {"--init", "CKPT", "start from a checkpoint's config and weights (fresh optimiser)"},
@@ -83,7 +68,8 @@ int run_train(const std::vector<std::string>& argv) {
                     args.text("--out"), args.integer("--save-every", -1, 0, INT64_MAX / 2),
                     std::cerr, tty);
   } else {
-    TrainOptions o;
+    // A recipe preset (fmnist-ls-recipe) brings its training options along.
+    TrainOptions o = training_defaults(args.text("--preset"));
     if (args.has("--init")) {
       for (const Flag& f : model_flags())
         if (args.has(f.name))
@@ -92,29 +78,7 @@ int run_train(const std::vector<std::string>& argv) {
     } else {
       o.model = model_from_flags(args);
     }
-    if (args.has("--epochs") && args.has("--steps"))
-      args.fail("give --epochs or --steps, not both");
-    o.data = args.choice("--data", o.data, {"fashion-mnist", "synthetic"});
-    o.data_dir = args.text("--data-dir");
-    if (args.has("--synthetic-size")) {
-      o.synthetic_train = args.integer("--synthetic-size", 0, 10, 1000000);
-      o.synthetic_test = std::max<int64_t>(10, o.synthetic_train / 4);
-    }
-    o.epochs = args.integer("--epochs", args.has("--steps") ? 0 : o.epochs, 1, 1000000);
-    o.steps = args.integer("--steps", 0, 1, INT64_MAX / 2);
-    o.batch = args.integer("--batch", o.batch, 1, 65536);
-    o.opt = args.choice("--opt", o.opt, {"sgd", "adamw", "lamb"});
-    o.lr = args.number("--lr", o.lr, 0, 100);
-    o.min_lr = args.number("--min-lr", o.min_lr, 0, 100);
-    o.wd = args.number("--wd", o.wd, 0, 100);
-    o.momentum = args.number("--momentum", o.momentum, 0, 0.9999);
-    o.sched = args.choice("--sched", o.sched, {"constant", "step", "cosine", "learnable-scaler"});
-    o.warmup = args.integer("--warmup", o.warmup, 0, INT64_MAX / 2);
-    o.clip = args.number("--clip", o.clip, 0, 1e12);
-    o.accum = args.integer("--accum", o.accum, 1, 1024);
-    o.label_smoothing = args.number("--label-smoothing", o.label_smoothing, 0, 0.999);
-    o.augment = !args.on("--no-augment");
-    o.seed = static_cast<uint64_t>(args.integer("--seed", 0, 0, INT64_MAX));
+    recipe_from_flags(args, o);
     o.ema = args.number("--ema", 0, 0, 0.999999);
     o.init = args.text("--init");
     o.out = args.text("--out");

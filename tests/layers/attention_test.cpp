@@ -128,3 +128,32 @@ TEST_CASE("Attention rejects dim not divisible by num_heads and inputs of the wr
                        "Attention(dim=8, num_heads=2): input must be (B, T, C), got [5,8]", Error);
   CHECK_THROWS_AS(attn.flop_count(Shape{2, 2, 5, 8}), Error);
 }
+
+TEST_CASE("Attention's unfused path gives the fused output and rows of probabilities") {
+  Rng rng(3);
+  Attention attn(8, 2, true, rng);
+  attn.to(DType::f64);
+  randomize_parameters(attn, 5);
+  Tensor x = variable({2, 5, 8}, 6).detach();
+  Tensor probs;
+  const std::vector<double> fused = attn.forward(x).to_vector();
+  const std::vector<double> unfused = attn.forward(x, &probs).to_vector();
+  REQUIRE(fused.size() == unfused.size());
+  for (size_t i = 0; i < fused.size(); ++i)
+    CHECK(unfused[i] == doctest::Approx(fused[i]).epsilon(1e-12));
+  CHECK(probs.shape() == Shape{2, 2, 5, 5});
+  for (double s : sum(probs, {-1}).to_vector()) CHECK(s == doctest::Approx(1.0));
+}
+
+TEST_CASE("Attention's unfused path: float64 gradient check of the output and the probabilities") {
+  Rng rng(4);
+  Attention attn(8, 2, true, rng);
+  attn.to(DType::f64);
+  randomize_parameters(attn, 7);
+  Tensor x = variable({2, 4, 8}, 8);
+  expect_module_gradients("Attention unfused", attn, x, [&](const Tensor& in) {
+    Tensor probs;
+    Tensor y = attn.forward(in, &probs);
+    return sum(y) + sum(probs * probs);
+  });
+}

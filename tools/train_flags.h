@@ -1,0 +1,16 @@
+// The flags that set a training recipe, shared by `vitgrad train` and `vitgrad ablate`:
+// data, budget, optimiser, schedule, losses and seed.
+#pragma once
+
+#include <vector>
+
+#include "models/training.h"
+#include "tools/args.h"
+
+namespace vg::tools {
+
+std::vector<Flag> recipe_flags();
+// Reads the recipe flags over `o` (whose values are the defaults); misuse is a UsageError.
+void recipe_from_flags(const ArgParser& args, TrainOptions& o);
+
+}  // namespace vg::tools
