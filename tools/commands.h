@@ -28,5 +28,7 @@ int run_gradcheck(const std::vector<std::string>& args);
 int run_demo(const std::vector<std::string>& args);
 // Training curves from metrics.jsonl files as an SVG chart.
 int run_plot(const std::vector<std::string>& args);
+// LayerNorm / LayerScale / LearnableScaler / GRN trained side by side, with a report.
+int run_ablate(const std::vector<std::string>& args);
 
 }  // namespace vg::tools

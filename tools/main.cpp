@@ -24,6 +24,7 @@ const char* kUsage =
     "  gradcheck  the float64 gradient check of every op and layer\n"
     "  bench      time training steps: images/s, GFLOP/s, peak memory\n"
     "  plot       training curves from metrics.jsonl files as an SVG chart\n"
+    "  ablate     LayerNorm, LayerScale, LearnableScaler and GRN on one deep ViT: a report\n"
     "  graph      the autograd graph of one forward pass and loss as Graphviz DOT\n"
     "  demo       a short tour of the engine: a function, backward() and gradcheck\n"
     "\n"
@@ -86,6 +87,7 @@ int main(int argc, char** argv) {
     if (command == "demo") return vg::tools::run_demo(args);
     if (command == "plot") return vg::tools::run_plot(args);
     if (command == "bench") return vg::tools::run_bench(args);
+    if (command == "ablate") return vg::tools::run_ablate(args);
     throw vg::tools::UsageError("vitgrad: unknown command '" + command + "' (see vitgrad --help)");
   } catch (const vg::tools::UsageError& e) {
     std::cerr << e.what() << "\n";  // already "vitgrad <command>: ..."
