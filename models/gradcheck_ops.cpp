@@ -158,6 +158,12 @@ std::vector<GradcheckCase> op_gradcheck_cases() {
                  [](const V& in) { return global_response_norm(in[0], in[1], in[2]); }));
   c.push_back(op("global_response_norm:images", {{{2, 3, 3, 4}}, {{4}}, {{4}}},
                  [](const V& in) { return global_response_norm(in[0], in[1], in[2]); }));
+  // Auxiliary losses: thresholds inside the N(0, 1) values, so both sides of the hinge and
+  // of the peak level are present (the kinks themselves are tested on their own).
+  c.push_back(op("feature_decay_loss", {{{2, 3, 5}}},
+                 [](const V& in) { return feature_decay_loss(in[0], 1.0); }));
+  c.push_back(op("attention_peak_loss", {{{2, 3, 5}}},
+                 [](const V& in) { return attention_peak_loss(softmax(in[0] * 2.0)); }));
   c.push_back(op("patchify", {{{2, 4, 4, 3}}}, [](const V& in) { return patchify(in[0], 2); }));
   return c;
 }
