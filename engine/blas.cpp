@@ -3,6 +3,7 @@
 #include <cblas.h>
 #include <strings.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -15,8 +16,22 @@ extern "C" char* openblas_get_corename(void);
 namespace vg {
 namespace {
 
-// Below this many multiply-adds a product is not worth splitting across threads.
+// Below this many multiply-adds a product is one BLAS call; above, it is cut into blocks.
 constexpr double kSplitWork = 1 << 18;
+// At most this many blocks, and no block thinner than kMinBlock rows (or columns).
+constexpr int64_t kMaxBlocks = 4, kMinBlock = 16;
+
+// The number of blocks a product is cut into: a power of two that depends on the shape
+// only, never on the thread count, so every thread count runs the same BLAS calls on the
+// same blocks and gets the same bits (OpenBLAS may pick another kernel for another shape).
+int64_t block_count(int64_t m, int64_t n, int64_t k) {
+  const double work = double(m) * n * k;
+  const int64_t side = std::max(m, n);
+  int64_t blocks = 1;
+  while (blocks < kMaxBlocks && work >= kSplitWork * blocks * 2 && side >= kMinBlock * blocks * 2)
+    blocks *= 2;
+  return blocks;
+}
 
 void single_threaded_blas() {
   static std::once_flag once;
@@ -45,20 +60,28 @@ void gemm_impl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const
     return;
   }
   single_threaded_blas();
-  const int threads = num_threads();
-  if (threads <= 1 || omp_in_parallel() || double(m) * n * k < kSplitWork) {
+  const int64_t blocks = block_count(m, n, k);
+  if (blocks == 1) {
     blas(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
+  // The blocks run in parallel, or one after the other inside a parallel region or on one
+  // thread: the calls are the same either way.
   if (m >= n) {  // blocks of rows of C: rows of op(A)
-    parallel_for(m, 16, [&](int64_t i0, int64_t i1) {
-      const T* a0 = ta ? a + i0 : a + i0 * lda;
-      blas(ta, tb, i1 - i0, n, k, alpha, a0, lda, b, ldb, beta, c + i0 * ldc, ldc);
+    parallel_for(blocks, 1, [&](int64_t q0, int64_t q1) {
+      for (int64_t q = q0; q < q1; ++q) {
+        const int64_t i0 = m * q / blocks, i1 = m * (q + 1) / blocks;
+        const T* a0 = ta ? a + i0 : a + i0 * lda;
+        blas(ta, tb, i1 - i0, n, k, alpha, a0, lda, b, ldb, beta, c + i0 * ldc, ldc);
+      }
     });
   } else {  // blocks of columns of C: columns of op(B)
-    parallel_for(n, 16, [&](int64_t j0, int64_t j1) {
-      const T* b0 = tb ? b + j0 * ldb : b + j0;
-      blas(ta, tb, m, j1 - j0, k, alpha, a, lda, b0, ldb, beta, c + j0, ldc);
+    parallel_for(blocks, 1, [&](int64_t q0, int64_t q1) {
+      for (int64_t q = q0; q < q1; ++q) {
+        const int64_t j0 = n * q / blocks, j1 = n * (q + 1) / blocks;
+        const T* b0 = tb ? b + j0 * ldb : b + j0;
+        blas(ta, tb, m, j1 - j0, k, alpha, a, lda, b0, ldb, beta, c + j0, ldc);
+      }
     });
   }
 }
