@@ -1,7 +1,8 @@
 // Scaled dot-product attention, fused per (batch, head): S = s Q K^T, P = softmax_rows(S),
 // O = P V with s = D^-0.5. The (batch, head) pairs are independent, so they run in
 // parallel, one head per task; within a head the three products are sgemm/dgemm calls on the
-// whole per-head matrices and the softmax is a row loop with double sums.
+// whole per-head matrices and the softmax is a vectorised row loop with double sums
+// (engine/ops/vec_math.h).
 //
 // Threads: heads run in parallel, one task per range of heads, and each product inside a
 // task runs on its thread (engine/blas.h), so the bits do not depend on the thread count.
@@ -12,6 +13,7 @@
 #include "engine/autograd.h"
 #include "engine/blas.h"
 #include "engine/ops.h"
+#include "engine/ops/vec_math.h"
 #include "engine/parallel.h"
 
 namespace vg {
@@ -70,20 +72,22 @@ struct HeadView {
   int64_t ld;
 };
 
+// One row of the softmax in place: subtract the max, exponentiate, divide by the sum.
+template <class T>
+void softmax_row(T* row, int64_t n) {
+  const T m = vec::lane_max(row, n);
+  for (int64_t j = 0; j < n; ++j) row[j] = vec::exp_of(row[j] - m);
+  const T inv = T(1.0 / vec::lane_sum(row, n));
+  for (int64_t j = 0; j < n; ++j) row[j] *= inv;
+}
+
 // Forward of one head: P (Tq, Tk) and O (Tq, D).
 template <class T>
 void attention_head_forward(HeadView<const T> q, HeadView<const T> k, HeadView<const T> v, T* p,
                             HeadView<T> o, const AttentionShape& s, double scale) {
   const int64_t Tq = s.Tq, Tk = s.Tk, D = s.D;
   gemm(false, true, Tq, Tk, D, scale, q.data, q.ld, k.data, k.ld, p, Tk);  // S = s Q K^T
-  for (int64_t i = 0; i < Tq; ++i) {                                       // P = softmax_rows(S)
-    T* row = p + i * Tk;
-    const T m = *std::max_element(row, row + Tk);
-    double sum = 0;
-    for (int64_t j = 0; j < Tk; ++j) sum += (row[j] = std::exp(row[j] - m));
-    const T inv = T(1.0 / sum);
-    for (int64_t j = 0; j < Tk; ++j) row[j] *= inv;
-  }
+  for (int64_t i = 0; i < Tq; ++i) softmax_row(p + i * Tk, Tk);            // P = softmax_rows(S)
   gemm(false, false, Tq, D, Tk, 1.0, p, Tk, v.data, v.ld, o.data, o.ld);  // O = P V
 }
 
@@ -101,8 +105,7 @@ void attention_head_backward(HeadView<const T> q, HeadView<const T> k, HeadView<
   for (int64_t i = 0; i < Tq; ++i) {
     const T* pi = p + i * Tk;
     T* di = ds + i * Tk;
-    double row_dot = 0;
-    for (int64_t j = 0; j < Tk; ++j) row_dot += double(di[j]) * pi[j];
+    const double row_dot = vec::lane_dot(di, pi, Tk);
     for (int64_t j = 0; j < Tk; ++j) di[j] = pi[j] * (di[j] - T(row_dot));
   }
   if (dq.data) gemm(false, false, Tq, D, Tk, scale, ds, Tk, k.data, k.ld, dq.data, dq.ld);
