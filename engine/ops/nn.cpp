@@ -8,6 +8,8 @@
 
 #include "engine/autograd.h"
 #include "engine/ops.h"
+#include "engine/ops/row_sum.h"
+#include "engine/ops/vec_math.h"
 #include "engine/parallel.h"
 #include "engine/rng.h"
 
@@ -107,6 +109,17 @@ Tensor softmax_op(const char* op, const Tensor& a, bool log) {
 
 // --- layer_norm ------------------------------------------------------------------------
 
+// Calls body(weight) with weight(c) = w[c], or = 1.0 when there is no weight: the test is
+// made once, not per element, and 1.0 folds away, so each loop is branch-free and vectorises.
+template <class T, class Body>
+void with_weight(const T* w, Body body) {
+  if (w) {
+    body([w](int64_t c) { return double(w[c]); });
+  } else {
+    body([](int64_t) { return 1.0; });
+  }
+}
+
 // y = (x - mean) * rstd * w + b per row; stats holds (mean, rstd) per row.
 template <class T>
 void layer_norm_forward(const T* x, const T* w, const T* b, double eps, T* y, double* stats,
@@ -116,15 +129,20 @@ void layer_norm_forward(const T* x, const T* w, const T* b, double eps, T* y, do
     for (int64_t i = i0; i < i1; ++i) {
       const T* xi = x + i * C;
       T* yi = y + i * C;
-      double mean = 0, var = 0;
-      for (int64_t c = 0; c < C; ++c) mean += xi[c];
-      mean /= double(C);
-      for (int64_t c = 0; c < C; ++c) var += (xi[c] - mean) * (xi[c] - mean);
+      const double mean = vec::row_sum(C, [&](int64_t c) { return xi[c]; }) / double(C);
+      const double var = vec::row_sum(C, [&](int64_t c) {
+        const double d = xi[c] - mean;
+        return d * d;
+      });
       const double rstd = 1.0 / std::sqrt(var / double(C) + eps);
-      for (int64_t c = 0; c < C; ++c) {
-        const double xhat = (xi[c] - mean) * rstd;
-        yi[c] = T(xhat * (w ? double(w[c]) : 1.0) + (b ? double(b[c]) : 0.0));
-      }
+      with_weight(w, [&](auto weight) {
+        if (b) {
+          for (int64_t c = 0; c < C; ++c)
+            yi[c] = T((xi[c] - mean) * rstd * weight(c) + double(b[c]));
+        } else {
+          for (int64_t c = 0; c < C; ++c) yi[c] = T((xi[c] - mean) * rstd * weight(c));
+        }
+      });
       stats[2 * i] = mean;
       stats[2 * i + 1] = rstd;
     }
@@ -138,6 +156,7 @@ constexpr int64_t kLayerNormBlocks = 32;
 
 // g = dy * w; dx = rstd * (g - mean(g) - xhat * mean(g * xhat));
 // dw = sum_rows dy * xhat; db = sum_rows dy. dx, dw, db may each be null (not needed).
+// xhat = (x - mean) * rstd is recomputed where used: two flops, cheaper than storing it.
 template <class T>
 void layer_norm_backward(const T* x, const T* w, const double* stats, const T* dy, T* dx, T* dw,
                          T* db, Rows r) {
@@ -145,45 +164,47 @@ void layer_norm_backward(const T* x, const T* w, const double* stats, const T* d
   const bool params = dw || db;
   std::vector<double> partial(params ? blocks * 2 * C : 0, 0.0);  // per block: dw, db
   const int64_t rows_per_block = std::max<int64_t>(1, r.rows / std::max<int64_t>(blocks, 1));
+  auto block_rows = [&](int64_t blk, auto weight) {
+    double* pw = params ? partial.data() + blk * 2 * C : nullptr;
+    double* pb = params ? pw + C : nullptr;
+    for (int64_t i = r.rows * blk / blocks; i < r.rows * (blk + 1) / blocks; ++i) {
+      const T *xi = x + i * C, *dyi = dy + i * C;
+      const double mean = stats[2 * i], rstd = stats[2 * i + 1];
+      if (params) {
+        for (int64_t c = 0; c < C; ++c) {
+          pw[c] += dyi[c] * ((xi[c] - mean) * rstd);
+          pb[c] += dyi[c];
+        }
+      }
+      if (!dx) continue;
+      const double mean_g =
+          vec::row_sum(C, [&](int64_t c) { return double(dyi[c]) * weight(c); }) / double(C);
+      const double mean_gx =
+          vec::row_sum(
+              C, [&](int64_t c) { return double(dyi[c]) * weight(c) * ((xi[c] - mean) * rstd); }) /
+          double(C);
+      T* dxi = dx + i * C;
+      for (int64_t c = 0; c < C; ++c) {
+        const double xhat = (xi[c] - mean) * rstd;
+        dxi[c] = T(rstd * (double(dyi[c]) * weight(c) - mean_g - xhat * mean_gx));
+      }
+    }
+  };
   parallel_for(blocks, std::max<int64_t>(1, row_grain(C) / rows_per_block),
                [&](int64_t b0, int64_t b1) {
-                 for (int64_t blk = b0; blk < b1; ++blk) {
-                   double* pw = params ? partial.data() + blk * 2 * C : nullptr;
-                   double* pb = params ? pw + C : nullptr;
-                   for (int64_t i = r.rows * blk / blocks; i < r.rows * (blk + 1) / blocks; ++i) {
-                     const T *xi = x + i * C, *dyi = dy + i * C;
-                     const double mean = stats[2 * i], rstd = stats[2 * i + 1];
-                     double sum_g = 0, sum_gx = 0;
-                     for (int64_t c = 0; c < C; ++c) {
-                       const double xhat = (xi[c] - mean) * rstd;
-                       const double g = double(dyi[c]) * (w ? double(w[c]) : 1.0);
-                       sum_g += g;
-                       sum_gx += g * xhat;
-                       if (params) {
-                         pw[c] += dyi[c] * xhat;
-                         pb[c] += dyi[c];
-                       }
-                     }
-                     if (!dx) continue;
-                     const double mean_g = sum_g / double(C), mean_gx = sum_gx / double(C);
-                     T* dxi = dx + i * C;
-                     for (int64_t c = 0; c < C; ++c) {
-                       const double xhat = (xi[c] - mean) * rstd;
-                       const double g = double(dyi[c]) * (w ? double(w[c]) : 1.0);
-                       dxi[c] = T(rstd * (g - mean_g - xhat * mean_gx));
-                     }
-                   }
-                 }
+                 with_weight(w, [&](auto weight) {
+                   for (int64_t blk = b0; blk < b1; ++blk) block_rows(blk, weight);
+                 });
                });
   if (!params) return;
+  // Block sums added into block 0 in block order; c is the inner loop, so it vectorises.
+  double* total = partial.data();
+  for (int64_t blk = 1; blk < blocks; ++blk) {
+    for (int64_t c = 0; c < 2 * C; ++c) total[c] += partial[blk * 2 * C + c];
+  }
   for (int64_t c = 0; c < C; ++c) {
-    double sw = 0, sb = 0;
-    for (int64_t blk = 0; blk < blocks; ++blk) {
-      sw += partial[blk * 2 * C + c];
-      sb += partial[blk * 2 * C + C + c];
-    }
-    if (dw) dw[c] = T(sw);
-    if (db) db[c] = T(sb);
+    if (dw) dw[c] = T(total[c]);
+    if (db) db[c] = T(total[C + c]);
   }
 }
 
