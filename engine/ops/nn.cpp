@@ -39,7 +39,17 @@ bool needs_grad(const Tensor& t) {
   return t.defined() && (t.requires_grad() || t.grad_fn());
 }
 
-// y = exp(x - max) / sum, or with `log` y = x - max - log(sum); sums in double.
+// exp for the softmax kernels: the vectorisable polynomial for float (engine/ops/vec_math.h),
+// libm's for float64, whose gradchecks want its last bits.
+inline float row_exp(float x) {
+  return vec::exp(x);
+}
+inline double row_exp(double x) {
+  return std::exp(x);
+}
+
+// y = exp(x - max) / sum, or with `log` y = x - max - log(sum); sums in double. The exps go
+// to y first, in a loop of their own, so that both it and the sum vectorise.
 template <class T>
 void softmax_rows(const T* x, T* y, Rows r, bool log) {
   const int64_t C = r.C;
@@ -47,15 +57,13 @@ void softmax_rows(const T* x, T* y, Rows r, bool log) {
     for (int64_t i = i0; i < i1; ++i) {
       const T* xi = x + i * C;
       T* yi = y + i * C;
-      T m = xi[0];
-      for (int64_t c = 1; c < C; ++c) m = std::max(m, xi[c]);
-      double s = 0;
+      const T m = vec::row_max(xi, C);
+      for (int64_t c = 0; c < C; ++c) yi[c] = row_exp(T(xi[c] - m));
+      const double s = vec::row_sum(C, [&](int64_t c) { return yi[c]; });
       if (log) {
-        for (int64_t c = 0; c < C; ++c) s += std::exp(xi[c] - m);
         const double lse = m + std::log(s);
         for (int64_t c = 0; c < C; ++c) yi[c] = T(xi[c] - lse);
       } else {
-        for (int64_t c = 0; c < C; ++c) s += (yi[c] = std::exp(xi[c] - m));
         const T inv = T(1.0 / s);
         for (int64_t c = 0; c < C; ++c) yi[c] *= inv;
       }
@@ -72,13 +80,12 @@ void softmax_backward_rows(const T* y, const T* dy, T* dx, Rows r, bool log) {
     for (int64_t i = i0; i < i1; ++i) {
       const T *yi = y + i * C, *dyi = dy + i * C;
       T* dxi = dx + i * C;
-      double s = 0;
       if (log) {
-        for (int64_t c = 0; c < C; ++c) s += dyi[c];
-        for (int64_t c = 0; c < C; ++c) dxi[c] = dyi[c] - std::exp(yi[c]) * T(s);
+        const T s = T(vec::row_sum(C, [&](int64_t c) { return dyi[c]; }));
+        for (int64_t c = 0; c < C; ++c) dxi[c] = dyi[c] - row_exp(yi[c]) * s;
       } else {
-        for (int64_t c = 0; c < C; ++c) s += double(dyi[c]) * yi[c];
-        for (int64_t c = 0; c < C; ++c) dxi[c] = yi[c] * (dyi[c] - T(s));
+        const T s = T(vec::row_sum(C, [&](int64_t c) { return double(dyi[c]) * yi[c]; }));
+        for (int64_t c = 0; c < C; ++c) dxi[c] = yi[c] * (dyi[c] - s);
       }
     }
   });
