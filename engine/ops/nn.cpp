@@ -163,7 +163,6 @@ constexpr int64_t kLayerNormBlocks = 32;
 
 // g = dy * w; dx = rstd * (g - mean(g) - xhat * mean(g * xhat));
 // dw = sum_rows dy * xhat; db = sum_rows dy. dx, dw, db may each be null (not needed).
-// xhat = (x - mean) * rstd is recomputed where used: two flops, cheaper than storing it.
 template <class T>
 void layer_norm_backward(const T* x, const T* w, const double* stats, const T* dy, T* dx, T* dw,
                          T* db, Rows r) {
@@ -171,36 +170,37 @@ void layer_norm_backward(const T* x, const T* w, const double* stats, const T* d
   const bool params = dw || db;
   std::vector<double> partial(params ? blocks * 2 * C : 0, 0.0);  // per block: dw, db
   const int64_t rows_per_block = std::max<int64_t>(1, r.rows / std::max<int64_t>(blocks, 1));
-  auto block_rows = [&](int64_t blk, auto weight) {
+  // xhat and g of the current row, in double, computed once: converting x and dy and
+  // recomputing them in each of the three passes cost more than reading them back from L1.
+  auto block_rows = [&](int64_t blk, auto weight, double* xhat, double* g) {
     double* pw = params ? partial.data() + blk * 2 * C : nullptr;
     double* pb = params ? pw + C : nullptr;
     for (int64_t i = r.rows * blk / blocks; i < r.rows * (blk + 1) / blocks; ++i) {
       const T *xi = x + i * C, *dyi = dy + i * C;
       const double mean = stats[2 * i], rstd = stats[2 * i + 1];
+      for (int64_t c = 0; c < C; ++c) {
+        xhat[c] = (xi[c] - mean) * rstd;
+        g[c] = double(dyi[c]) * weight(c);
+      }
       if (params) {
         for (int64_t c = 0; c < C; ++c) {
-          pw[c] += dyi[c] * ((xi[c] - mean) * rstd);
+          pw[c] += dyi[c] * xhat[c];
           pb[c] += dyi[c];
         }
       }
       if (!dx) continue;
-      const double mean_g =
-          vec::row_sum(C, [&](int64_t c) { return double(dyi[c]) * weight(c); }) / double(C);
-      const double mean_gx =
-          vec::row_sum(
-              C, [&](int64_t c) { return double(dyi[c]) * weight(c) * ((xi[c] - mean) * rstd); }) /
-          double(C);
+      const double mean_g = vec::row_sum(C, [&](int64_t c) { return g[c]; }) / double(C);
+      const double mean_gx = vec::row_sum(C, [&](int64_t c) { return g[c] * xhat[c]; }) / double(C);
       T* dxi = dx + i * C;
-      for (int64_t c = 0; c < C; ++c) {
-        const double xhat = (xi[c] - mean) * rstd;
-        dxi[c] = T(rstd * (double(dyi[c]) * weight(c) - mean_g - xhat * mean_gx));
-      }
+      for (int64_t c = 0; c < C; ++c) dxi[c] = T(rstd * (g[c] - mean_g - xhat[c] * mean_gx));
     }
   };
   parallel_for(blocks, std::max<int64_t>(1, row_grain(C) / rows_per_block),
                [&](int64_t b0, int64_t b1) {
+                 std::vector<double> row(2 * C);
                  with_weight(w, [&](auto weight) {
-                   for (int64_t blk = b0; blk < b1; ++blk) block_rows(blk, weight);
+                   for (int64_t blk = b0; blk < b1; ++blk)
+                     block_rows(blk, weight, row.data(), row.data() + C);
                  });
                });
   if (!params) return;
