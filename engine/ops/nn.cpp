@@ -229,9 +229,8 @@ void row_log_sum_exp(const T* z, int64_t B, int64_t K, double* lse) {
   parallel_for(B, row_grain(K), [&](int64_t b0, int64_t b1) {
     for (int64_t b = b0; b < b1; ++b) {
       const T* zb = z + b * K;
-      const T m = *std::max_element(zb, zb + K);
-      double s = 0;
-      for (int64_t k = 0; k < K; ++k) s += std::exp(zb[k] - m);
+      const T m = vec::row_max(zb, K);
+      const double s = vec::row_sum(K, [&](int64_t k) { return row_exp(T(zb[k] - m)); });
       lse[b] = double(m) + std::log(s);
     }
   });
@@ -321,9 +320,7 @@ Tensor cross_entropy(const Tensor& logits, const std::vector<int32_t>& labels,
     const T* zp = logits.data<T>();
     row_log_sum_exp(zp, B, K, lse->data());
     for (int64_t b = 0; b < B; ++b) {
-      double mean_z = 0;
-      for (int64_t k = 0; k < K; ++k) mean_z += zp[b * K + k];
-      mean_z /= double(K);
+      const double mean_z = vec::row_sum(K, [&](int64_t k) { return zp[b * K + k]; }) / double(K);
       row_loss[b] = (*lse)[b] - (1 - eps) * zp[b * K + labels[b]] - eps * mean_z;
     }
   });
@@ -370,11 +367,9 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
     const T *zp = logits.data<T>(), *tp = targets.data<T>();
     row_log_sum_exp(zp, B, K, lse->data());
     for (int64_t b = 0; b < B; ++b) {
-      double sum_t = 0, sum_tz = 0;
-      for (int64_t k = 0; k < K; ++k) {
-        sum_t += tp[b * K + k];
-        sum_tz += double(tp[b * K + k]) * zp[b * K + k];
-      }
+      const double sum_t = vec::row_sum(K, [&](int64_t k) { return tp[b * K + k]; });
+      const double sum_tz =
+          vec::row_sum(K, [&](int64_t k) { return double(tp[b * K + k]) * zp[b * K + k]; });
       row_loss[b] = (*lse)[b] * sum_t - sum_tz;
     }
   });
@@ -392,8 +387,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
       T* d = dz.data<T>();
       parallel_for(B, row_grain(K), [&](int64_t b0, int64_t b1) {
         for (int64_t b = b0; b < b1; ++b) {
-          double sum_t = 0;
-          for (int64_t k = 0; k < K; ++k) sum_t += tp[b * K + k];
+          const double sum_t = vec::row_sum(K, [&](int64_t k) { return tp[b * K + k]; });
           for (int64_t k = 0; k < K; ++k) {
             const double p = std::exp(zp[b * K + k] - (*lse)[b]);
             d[b * K + k] = T(scale * (p * sum_t - tp[b * K + k]));
