@@ -39,8 +39,8 @@ bool needs_grad(const Tensor& t) {
   return t.defined() && (t.requires_grad() || t.grad_fn());
 }
 
-// exp for the softmax kernels: the vectorisable polynomial for float (engine/ops/vec_math.h),
-// libm's for float64, whose gradchecks want its last bits.
+// exp for the softmax and log-sum-exp rows: the vectorisable polynomial for float
+// (engine/ops/vec_math.h), libm's for float64, whose gradchecks want its last bits.
 inline float row_exp(float x) {
   return vec::exp(x);
 }
