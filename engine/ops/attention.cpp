@@ -2,7 +2,7 @@
 // O = P V with s = D^-0.5. The (batch, head) pairs are independent, so they run in
 // parallel, one head per task; within a head the three products are sgemm/dgemm calls on the
 // whole per-head matrices and the softmax is a vectorised row loop with double sums
-// (engine/ops/vec_math.h).
+// (engine/ops/row_sum.h, vec_math.h).
 //
 // Threads: heads run in parallel, one task per range of heads, and each product inside a
 // task runs on its thread (engine/blas.h), so the bits do not depend on the thread count.
@@ -13,6 +13,7 @@
 #include "engine/autograd.h"
 #include "engine/blas.h"
 #include "engine/ops.h"
+#include "engine/ops/row_sum.h"
 #include "engine/ops/vec_math.h"
 #include "engine/parallel.h"
 
@@ -75,9 +76,9 @@ struct HeadView {
 // One row of the softmax in place: subtract the max, exponentiate, divide by the sum.
 template <class T>
 void softmax_row(T* row, int64_t n) {
-  const T m = vec::lane_max(row, n);
+  const T m = vec::row_max(row, n);
   for (int64_t j = 0; j < n; ++j) row[j] = vec::exp_of(row[j] - m);
-  const T inv = T(1.0 / vec::lane_sum(row, n));
+  const T inv = T(1.0 / vec::row_sum(n, [&](int64_t j) { return row[j]; }));
   for (int64_t j = 0; j < n; ++j) row[j] *= inv;
 }
 
@@ -105,7 +106,7 @@ void attention_head_backward(HeadView<const T> q, HeadView<const T> k, HeadView<
   for (int64_t i = 0; i < Tq; ++i) {
     const T* pi = p + i * Tk;
     T* di = ds + i * Tk;
-    const double row_dot = vec::lane_dot(di, pi, Tk);
+    const double row_dot = vec::row_sum(Tk, [&](int64_t j) { return double(di[j]) * pi[j]; });
     for (int64_t j = 0; j < Tk; ++j) di[j] = pi[j] * (di[j] - T(row_dot));
   }
   if (dq.data) gemm(false, false, Tq, D, Tk, scale, ds, Tk, k.data, k.ld, dq.data, dq.ld);

@@ -39,15 +39,6 @@ bool needs_grad(const Tensor& t) {
   return t.defined() && (t.requires_grad() || t.grad_fn());
 }
 
-// exp for the softmax and log-sum-exp rows: the vectorisable polynomial for float
-// (engine/ops/vec_math.h), libm's for float64, whose gradchecks want its last bits.
-inline float row_exp(float x) {
-  return vec::exp(x);
-}
-inline double row_exp(double x) {
-  return std::exp(x);
-}
-
 // y = exp(x - max) / sum, or with `log` y = x - max - log(sum); sums in double. The exps go
 // to y first, in a loop of their own, so that both it and the sum vectorise.
 template <class T>
@@ -58,7 +49,7 @@ void softmax_rows(const T* x, T* y, Rows r, bool log) {
       const T* xi = x + i * C;
       T* yi = y + i * C;
       const T m = vec::row_max(xi, C);
-      for (int64_t c = 0; c < C; ++c) yi[c] = row_exp(T(xi[c] - m));
+      for (int64_t c = 0; c < C; ++c) yi[c] = vec::exp_of(T(xi[c] - m));
       const double s = vec::row_sum(C, [&](int64_t c) { return yi[c]; });
       if (log) {
         const double lse = m + std::log(s);
@@ -82,7 +73,7 @@ void softmax_backward_rows(const T* y, const T* dy, T* dx, Rows r, bool log) {
       T* dxi = dx + i * C;
       if (log) {
         const T s = T(vec::row_sum(C, [&](int64_t c) { return dyi[c]; }));
-        for (int64_t c = 0; c < C; ++c) dxi[c] = dyi[c] - row_exp(yi[c]) * s;
+        for (int64_t c = 0; c < C; ++c) dxi[c] = dyi[c] - vec::exp_of(yi[c]) * s;
       } else {
         const T s = T(vec::row_sum(C, [&](int64_t c) { return double(dyi[c]) * yi[c]; }));
         for (int64_t c = 0; c < C; ++c) dxi[c] = yi[c] * (dyi[c] - s);
@@ -230,7 +221,7 @@ void row_log_sum_exp(const T* z, int64_t B, int64_t K, double* lse) {
     for (int64_t b = b0; b < b1; ++b) {
       const T* zb = z + b * K;
       const T m = vec::row_max(zb, K);
-      const double s = vec::row_sum(K, [&](int64_t k) { return row_exp(T(zb[k] - m)); });
+      const double s = vec::row_sum(K, [&](int64_t k) { return vec::exp_of(T(zb[k] - m)); });
       lse[b] = double(m) + std::log(s);
     }
   });

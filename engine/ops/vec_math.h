@@ -2,7 +2,7 @@
 // and std::erff are scalar library calls, which made GELU a quarter of a ViT training step).
 // Both are within a few float ulps: exp ~1 ulp (Cephes' expf polynomial after reduction by
 // ln 2), erf < 4e-7 absolute (a rational x P(x^2) / Q(x^2) on [-4, 4], erf = +-1 outside).
-// Below them, row reductions (sum, dot, max) in lanes that vectorise and keep a fixed order.
+// exp_of picks the polynomial for float and libm for double.
 #pragma once
 
 #include <algorithm>
@@ -46,52 +46,8 @@ inline float erf(float x) {
   return x * p / q;
 }
 
-// Row sums in kLanes independent double accumulators (element j goes to lane j % kLanes),
-// added in a fixed order at the end: the compiler keeps the lanes in vector registers, where
-// one running sum would be a chain of dependent scalar adds. The order depends on n alone.
-constexpr int64_t kLanes = 8;
-
-inline double add_lanes(const double* lane) {
-  return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
-}
-
-template <class T>
-double lane_sum(const T* x, int64_t n) {
-  double lane[kLanes] = {};
-  int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes)
-    for (int64_t l = 0; l < kLanes; ++l) lane[l] += double(x[j + l]);
-  for (int64_t l = 0; j + l < n; ++l) lane[l] += double(x[j + l]);
-  return add_lanes(lane);
-}
-
-template <class T>
-double lane_dot(const T* x, const T* y, int64_t n) {
-  double lane[kLanes] = {};
-  int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes)
-    for (int64_t l = 0; l < kLanes; ++l) lane[l] += double(x[j + l]) * double(y[j + l]);
-  for (int64_t l = 0; j + l < n; ++l) lane[l] += double(x[j + l]) * double(y[j + l]);
-  return add_lanes(lane);
-}
-
-// The largest element, in the same lanes (the max is exact in any order; the lanes only
-// break the chain of dependent compares).
-template <class T>
-T lane_max(const T* x, int64_t n) {
-  T lane[kLanes];
-  std::fill_n(lane, kLanes, x[0]);
-  int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes)
-    for (int64_t l = 0; l < kLanes; ++l) lane[l] = x[j + l] > lane[l] ? x[j + l] : lane[l];
-  for (int64_t l = 0; j + l < n; ++l) lane[l] = x[j + l] > lane[l] ? x[j + l] : lane[l];
-  T m = lane[0];
-  for (int64_t l = 1; l < kLanes; ++l) m = lane[l] > m ? lane[l] : m;
-  return m;
-}
-
-// exp of float through the polynomial above (the scalar library call was most of the
-// attention forward); double keeps std::exp, the reference for the gradient checks.
+// exp for softmax rows: the polynomial above for float (libm's scalar call was most of the
+// attention forward), libm's for double, whose gradchecks want its last bits.
 inline float exp_of(float x) { return exp(x); }
 inline double exp_of(double x) { return std::exp(x); }
 
