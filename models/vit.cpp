@@ -70,6 +70,17 @@ Tensor ViT::forward(const Tensor& images, const AuxLossConfig& aux, Tensor* extr
   return head_->forward(x);
 }
 
+void ViT::add_layerscale(double init_value) {
+  check(config_.layerscale == "none", "ViT::add_layerscale: the model already has LayerScale (",
+        config_.layerscale, ")");
+  const std::string value = nlohmann::json(init_value).dump();  // shortest exact form
+  ViTConfig changed = config_;
+  changed.layerscale = value;
+  changed.validate();  // a positive, finite value, or a clear error before anything changes
+  nn::apply_layerscale_to_blocks(*this, init_value);
+  config_ = changed;
+}
+
 double ViT::flop_count(const Shape& s) const {
   const Shape tokens = patch_embed_->output_shape(s);
   const Shape seq{tokens[0], tokens[1] + 1, tokens[2]};

@@ -50,6 +50,10 @@ class ViT : public nn::Module {
   Rng& dropout_rng() { return *dropout_rng_; }
   int64_t depth() const { return static_cast<int64_t>(blocks_.size()); }
   nn::Block& block(int64_t i) { return *blocks_.at(i); }
+  // Gives every block LayerScale (gamma = init_value), keeping all other weights, and records
+  // it in config() so that a checkpoint of the model rebuilds to the same parameters. A model
+  // that already has LayerScale is refused.
+  void add_layerscale(double init_value);
   const nn::Block& block(int64_t i) const { return *blocks_.at(i); }
 
  private:

@@ -79,6 +79,25 @@ TEST_CASE("fmnist-tiny has 205,962 parameters, 206,730 with LayerScale (2 x dim 
   CHECK(a == b);
 }
 
+TEST_CASE("ViT::add_layerscale records LayerScale in the config, so the model rebuilds from it") {
+  ViT model(preset("fmnist-tiny"));
+  model.add_layerscale(1e-4);
+  CHECK(model.num_parameters() == 206730);
+  CHECK(model.config().layerscale_init() == 1e-4);
+  ViT rebuilt(model.config(), /*seed=*/7);
+  rebuilt.load_state_dict(model.state_dict());  // the same names and shapes, nothing missing
+  for (const Parameter& p : rebuilt.named_parameters())
+    CHECK(max_abs_diff(p.tensor, model.state_dict().at(p.name)) == 0);
+  // A second LayerScale, or a bad init value, is refused and changes nothing.
+  CHECK_THROWS_WITH_AS(model.add_layerscale(1e-4), doctest::Contains("already has LayerScale"),
+                       Error);
+  ViT plain(preset("fmnist-tiny"));
+  CHECK_THROWS_AS(plain.add_layerscale(-1), Error);
+  CHECK_THROWS_AS(plain.add_layerscale(std::nan("")), Error);
+  CHECK(plain.num_parameters() == 205962);
+  CHECK(plain.config().layerscale == "none");
+}
+
 TEST_CASE("ViT parameters carry timm's names, shapes and no-weight-decay tags") {
   ViTConfig config = small_config(2);
   config.in_chans = 3;
