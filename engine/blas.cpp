@@ -8,6 +8,7 @@
 #include <cstring>
 #include <mutex>
 #include <type_traits>
+#include <vector>
 
 #include "engine/parallel.h"
 
@@ -50,6 +51,44 @@ void blas(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a
                 beta, c, int(ldc));
 }
 
+// A deep product (k far larger than m and n: a weight gradient dW = dY^T X summed over every
+// token of the batch) is cut along k instead: each block packs only its own slice of A and B,
+// where cutting rows or columns of C would make every block pack all of the long operand
+// again. The blocks' partial products go to scratch and are added to C in block order, so
+// the bits depend on the shape alone.
+constexpr int64_t kDeepRatio = 8;
+
+template <class T>
+void gemm_split_k(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+                  int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+  const int64_t blocks = block_count(1, k, m * n);  // the same rule, with k as the long side
+  if (blocks == 1) {
+    blas(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  thread_local std::vector<T> scratch;  // grown once per shape, then reused
+  if (scratch.size() < size_t(blocks * m * n)) scratch.resize(blocks * m * n);
+  T* part = scratch.data();
+  parallel_for(blocks, 1, [&](int64_t q0, int64_t q1) {
+    for (int64_t q = q0; q < q1; ++q) {
+      const int64_t l0 = k * q / blocks, l1 = k * (q + 1) / blocks;
+      const T* a0 = ta ? a + l0 * lda : a + l0;  // op(A)'s columns l0.., op(B)'s rows l0..
+      const T* b0 = tb ? b + l0 : b + l0 * ldb;
+      blas(ta, tb, m, n, l1 - l0, alpha, a0, lda, b0, ldb, T(0), part + q * m * n, n);
+    }
+  });
+  parallel_for(m, std::max<int64_t>(1, 16384 / std::max<int64_t>(n, 1)), [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      T* ci = c + i * ldc;
+      for (int64_t j = 0; j < n; ++j) {
+        T sum = part[i * n + j];
+        for (int64_t q = 1; q < blocks; ++q) sum += part[(q * m + i) * n + j];
+        ci[j] = beta == T(0) ? sum : beta * ci[j] + sum;
+      }
+    }
+  });
+}
+
 template <class T>
 void gemm_impl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
                const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
@@ -60,6 +99,10 @@ void gemm_impl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const
     return;
   }
   single_threaded_blas();
+  if (k >= kDeepRatio * std::max(m, n)) {
+    gemm_split_k(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
   const int64_t blocks = block_count(m, n, k);
   if (blocks == 1) {
     blas(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
