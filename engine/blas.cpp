@@ -77,16 +77,17 @@ void gemm_split_k(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, co
       blas(ta, tb, m, n, l1 - l0, alpha, a0, lda, b0, ldb, T(0), part + q * m * n, n);
     }
   });
-  parallel_for(m, std::max<int64_t>(1, 16384 / std::max<int64_t>(n, 1)), [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) {
-      T* ci = c + i * ldc;
-      for (int64_t j = 0; j < n; ++j) {
-        T sum = part[i * n + j];
-        for (int64_t q = 1; q < blocks; ++q) sum += part[(q * m + i) * n + j];
-        ci[j] = beta == T(0) ? sum : beta * ci[j] + sum;
-      }
-    }
-  });
+  parallel_for(m, std::max<int64_t>(1, 16384 / std::max<int64_t>(n, 1)),
+               [&](int64_t i0, int64_t i1) {
+                 for (int64_t i = i0; i < i1; ++i) {
+                   T* ci = c + i * ldc;
+                   for (int64_t j = 0; j < n; ++j) {
+                     T sum = part[i * n + j];
+                     for (int64_t q = 1; q < blocks; ++q) sum += part[(q * m + i) * n + j];
+                     ci[j] = beta == T(0) ? sum : beta * ci[j] + sum;
+                   }
+                 }
+               });
 }
 
 template <class T>

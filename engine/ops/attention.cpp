@@ -89,7 +89,7 @@ void attention_head_forward(HeadView<const T> q, HeadView<const T> k, HeadView<c
   const int64_t Tq = s.Tq, Tk = s.Tk, D = s.D;
   gemm(false, true, Tq, Tk, D, scale, q.data, q.ld, k.data, k.ld, p, Tk);  // S = s Q K^T
   for (int64_t i = 0; i < Tq; ++i) softmax_row(p + i * Tk, Tk);            // P = softmax_rows(S)
-  gemm(false, false, Tq, D, Tk, 1.0, p, Tk, v.data, v.ld, o.data, o.ld);  // O = P V
+  gemm(false, false, Tq, D, Tk, 1.0, p, Tk, v.data, v.ld, o.data, o.ld);   // O = P V
 }
 
 // Backward of one head. dq, dk, dv may be null (not needed); ds is a (Tq, Tk) scratch.

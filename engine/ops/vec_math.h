@@ -48,7 +48,11 @@ inline float erf(float x) {
 
 // exp for softmax rows: the polynomial above for float (libm's scalar call was most of the
 // attention forward), libm's for double, whose gradchecks want its last bits.
-inline float exp_of(float x) { return exp(x); }
-inline double exp_of(double x) { return std::exp(x); }
+inline float exp_of(float x) {
+  return exp(x);
+}
+inline double exp_of(double x) {
+  return std::exp(x);
+}
 
 }  // namespace vg::vec

@@ -57,13 +57,15 @@ void check_products(int64_t m, int64_t n, int64_t k, double tolerance) {
         for (int t : {1, 2}) {
           set_num_threads(t);
           std::vector<T> c = c0;
-          gemm(ta, tb, m, n, k, T(2), a.data(), ta ? m : k, b.data(), tb ? k : n, beta, c.data(), n);
+          gemm(ta, tb, m, n, k, T(2), a.data(), ta ? m : k, b.data(), tb ? k : n, beta, c.data(),
+               n);
           got.push_back(c);
         }
         set_num_threads(threads);
         double worst = 0;
         for (int64_t i = 0; i < m * n; ++i)
-          worst = std::max(worst, std::abs(double(got[0][i]) - double(want[i])) / std::sqrt(double(k)));
+          worst =
+              std::max(worst, std::abs(double(got[0][i]) - double(want[i])) / std::sqrt(double(k)));
         CHECK(worst < tolerance);
         CHECK(got[0] == got[1]);
       }
@@ -72,8 +74,8 @@ void check_products(int64_t m, int64_t n, int64_t k, double tolerance) {
 }  // namespace
 
 TEST_CASE("gemm: deep products (k far above m and n, cut along k) match a long-double reference") {
-  check_products<float>(24, 40, 3000, 1e-5);   // a weight gradient's shape: split along k
-  check_products<float>(7, 5, 997, 1e-5);      // odd sizes: uneven k blocks
+  check_products<float>(24, 40, 3000, 1e-5);  // a weight gradient's shape: split along k
+  check_products<float>(7, 5, 997, 1e-5);     // odd sizes: uneven k blocks
   check_products<double>(24, 40, 3000, 1e-13);
 }
 
