@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "engine/autograd.h"
 #include "engine/ops.h"
@@ -33,8 +34,10 @@ ReducePlan plan_reduce(const char* op, const Tensor& a, const Axes& axes, bool k
   for (int64_t i = 0; i < rank; ++i) {
     const int64_t d = a.shape()[i];
     p.kept_shape.push_back(p.reduced[i] ? 1 : d);
-    if (p.reduced[i]) p.count *= d;
-    else p.out_shape.push_back(d);
+    if (p.reduced[i])
+      p.count *= d;
+    else
+      p.out_shape.push_back(d);
     if (p.reduced[i] && keepdim) p.out_shape.push_back(1);
   }
   return p;
@@ -63,8 +66,10 @@ bool as_span3(const Shape& shape, const std::vector<bool>& reduced, Span3& s) {
 // Brings the reduced axes to the end with a copy, so any reduction becomes (outer, reduced).
 Tensor reduced_axes_last(const Tensor& a, const std::vector<bool>& reduced, Span3& s) {
   Axes order;
-  for (size_t i = 0; i < reduced.size(); ++i) if (!reduced[i]) order.push_back(i);
-  for (size_t i = 0; i < reduced.size(); ++i) if (reduced[i]) order.push_back(i);
+  for (size_t i = 0; i < reduced.size(); ++i)
+    if (!reduced[i]) order.push_back(i);
+  for (size_t i = 0; i < reduced.size(); ++i)
+    if (reduced[i]) order.push_back(i);
   Tensor t = permute(a.detach(), order);
   s = Span3{};
   for (size_t i = 0; i < reduced.size(); ++i) (reduced[i] ? s.reduced : s.outer) *= a.shape()[i];
@@ -78,31 +83,52 @@ void sum_kernel(const T* src, T* dst, const Span3& s) {
   if (I == 1) {
     parallel_for(s.outer, std::max<int64_t>(1, 4096 / std::max<int64_t>(R, 1)),
                  [&](int64_t o0, int64_t o1) {
-      for (int64_t o = o0; o < o1; ++o) {
-        const T* row = src + o * R;
-        double acc = 0;
-        for (int64_t r = 0; r < R; ++r) acc += row[r];
-        dst[o] = static_cast<T>(acc);
-      }
-    });
+                   for (int64_t o = o0; o < o1; ++o) {
+                     const T* row = src + o * R;
+                     double acc = 0;
+                     for (int64_t r = 0; r < R; ++r) acc += row[r];
+                     dst[o] = static_cast<T>(acc);
+                   }
+                 });
     return;
   }
-  // Columns: split the (outer, inner) outputs over threads, each with double accumulators.
-  constexpr int64_t kBlock = 256;
-  const int64_t blocks_per_outer = (I + kBlock - 1) / kBlock;
-  parallel_for(s.outer * blocks_per_outer, std::max<int64_t>(1, 8192 / std::max<int64_t>(R, 1)),
+  // Columns: the (outer, inner) outputs in blocks of kBlock columns, and long columns cut
+  // into chunks of kRows rows (a bias gradient sums 6400 rows into 64 columns: one block, which
+  // would otherwise keep one thread busy and the others idle). Each (block, chunk) sums into
+  // its own double accumulators, and the chunks are added in order: the cut depends on the
+  // shape alone, so the bits do not depend on the thread count.
+  constexpr int64_t kBlock = 256, kRows = 1024;
+  const int64_t blocks_per_outer = (I + kBlock - 1) / kBlock, chunks = (R + kRows - 1) / kRows;
+  std::vector<double> part(s.outer * blocks_per_outer * chunks * kBlock);
+  parallel_for(s.outer * blocks_per_outer * chunks,
+               std::max<int64_t>(1, 8192 / std::max<int64_t>(std::min(R, kRows), 1)),
                [&](int64_t b0, int64_t b1) {
-    double acc[kBlock];
-    for (int64_t b = b0; b < b1; ++b) {
-      const int64_t o = b / blocks_per_outer, i0 = (b % blocks_per_outer) * kBlock;
-      const int64_t n = std::min(kBlock, I - i0);
-      std::fill(acc, acc + n, 0.0);
-      const T* base = src + o * R * I + i0;
-      for (int64_t r = 0; r < R; ++r)
-        for (int64_t i = 0; i < n; ++i) acc[i] += base[r * I + i];
-      for (int64_t i = 0; i < n; ++i) dst[o * I + i0 + i] = static_cast<T>(acc[i]);
-    }
-  });
+                 for (int64_t b = b0; b < b1; ++b) {
+                   const int64_t block = b / chunks, chunk = b % chunks;
+                   const int64_t o = block / blocks_per_outer,
+                                 i0 = (block % blocks_per_outer) * kBlock;
+                   const int64_t n = std::min(kBlock, I - i0);
+                   const int64_t r0 = chunk * kRows, r1 = std::min(R, r0 + kRows);
+                   double* acc = part.data() + b * kBlock;
+                   const T* base = src + o * R * I + i0;
+                   for (int64_t r = r0; r < r1; ++r)
+                     for (int64_t i = 0; i < n; ++i) acc[i] += base[r * I + i];
+                 }
+               });
+  parallel_for(s.outer * blocks_per_outer, std::max<int64_t>(1, 8192 / (chunks * kBlock)),
+               [&](int64_t k0, int64_t k1) {
+                 for (int64_t block = k0; block < k1; ++block) {
+                   const int64_t o = block / blocks_per_outer,
+                                 i0 = (block % blocks_per_outer) * kBlock;
+                   const int64_t n = std::min(kBlock, I - i0);
+                   for (int64_t i = 0; i < n; ++i) {
+                     double total = part[block * chunks * kBlock + i];
+                     for (int64_t c = 1; c < chunks; ++c)
+                       total += part[(block * chunks + c) * kBlock + i];
+                     dst[o * I + i0 + i] = static_cast<T>(total);
+                   }
+                 }
+               });
 }
 
 Tensor sum_values(const Tensor& a, const ReducePlan& p) {
@@ -184,8 +210,10 @@ Tensor max(const Tensor& a, const Axes& axes, bool keepdim) {
     if (adjacent) return std::vector<Tensor>{gs};
     // Undo the permutation that moved the reduced axes last.
     Axes order, inverse(reduced.size());
-    for (size_t i = 0; i < reduced.size(); ++i) if (!reduced[i]) order.push_back(i);
-    for (size_t i = 0; i < reduced.size(); ++i) if (reduced[i]) order.push_back(i);
+    for (size_t i = 0; i < reduced.size(); ++i)
+      if (!reduced[i]) order.push_back(i);
+    for (size_t i = 0; i < reduced.size(); ++i)
+      if (reduced[i]) order.push_back(i);
     for (size_t i = 0; i < order.size(); ++i) inverse[order[i]] = i;
     return std::vector<Tensor>{permute(gs, inverse)};
   });

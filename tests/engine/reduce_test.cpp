@@ -62,3 +62,27 @@ TEST_CASE("large sums are the same with 1 and 2 threads") {
   CHECK(sum(x).item() == one);
   CHECK(sum(x, {0}).to_vector() == cols);
 }
+
+TEST_CASE("long column sums (cut into row chunks) match a double reference on 1 and 2 threads") {
+  // (rows, columns) sums over rows, as a bias gradient; and a middle axis with two column
+  // blocks per outer index. Rows 1023..1025 and 5000 put the chunk edges in every place.
+  for (const Shape& shape :
+       {Shape{5000, 70}, Shape{1025, 3}, Shape{1023, 300}, Shape{3, 2100, 300}}) {
+    CAPTURE(shape_str(shape));
+    const int axis = shape.size() == 2 ? 0 : 1;
+    const Tensor x64 = variable(shape, 21).detach();
+    const Tensor x = x64.to(DType::f32);
+    const std::vector<double> want = sum(x.to(DType::f64), {axis}).to_vector();
+    const int threads = num_threads();
+    set_num_threads(1);
+    const std::vector<double> one = sum(x, {axis}).to_vector();
+    set_num_threads(2);
+    const std::vector<double> two = sum(x, {axis}).to_vector();
+    set_num_threads(threads);
+    CHECK(one == two);
+    double worst = 0;
+    for (size_t i = 0; i < want.size(); ++i)
+      worst = std::max(worst, std::abs(one[i] - want[i]) / std::max(1.0, std::abs(want[i])));
+    CHECK(worst < 1e-6);  // double sums: only the final rounding to float32
+  }
+}
