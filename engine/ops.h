@@ -77,6 +77,10 @@ Tensor broadcast_to(const Tensor& a, const Shape& shape);
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
 // x (..., in) -> (..., out) with weight (out, in) and an optional bias (out).
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+// linear(gelu(h, approx), weight, bias) with the same bits, but it keeps only h for backward
+// and recomputes gelu(h) there: one activation of h's size less per MLP (the fused fc2).
+Tensor gelu_linear(const Tensor& h, const Tensor& weight, const Tensor& bias = Tensor(),
+                   GeluApprox approx = GeluApprox::none);
 
 // --- neural-network ops (ops/nn.cpp), fused ---------------------------------------------
 Tensor softmax(const Tensor& a);      // over the last axis, max-subtracted

@@ -123,6 +123,12 @@ std::vector<GradcheckCase> op_gradcheck_cases() {
                  [](const V& in) { return linear(in[0], in[1], in[2]); }));
   c.push_back(op("linear:no_bias", {{{2, 3, 4}}, {{5, 4}}},
                  [](const V& in) { return linear(in[0], in[1]); }));
+  c.push_back(op("gelu_linear", {{{2, 3, 4}}, {{5, 4}}, {{5}}},
+                 [](const V& in) { return gelu_linear(in[0], in[1], in[2]); }));
+  c.push_back(op("gelu_linear:tanh", {{{2, 3, 4}}, {{5, 4}}, {{5}}},
+                 [](const V& in) { return gelu_linear(in[0], in[1], in[2], GeluApprox::tanh); }));
+  c.push_back(op("gelu_linear:no_bias", {{{2, 3, 4}}, {{5, 4}}},
+                 [](const V& in) { return gelu_linear(in[0], in[1]); }));
   // fused neural-network ops
   c.push_back(op("softmax", {{{2, 3, 5}}}, [](const V& in) { return softmax(in[0]); }));
   c.push_back(op("log_softmax", {{{2, 3, 5}}}, [](const V& in) { return log_softmax(in[0]); }));

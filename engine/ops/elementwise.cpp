@@ -6,7 +6,7 @@
 #include "engine/autograd.h"
 #include "engine/ops.h"
 #include "engine/ops/broadcast.h"
-#include "engine/ops/vec_math.h"
+#include "engine/ops/gelu_math.h"
 
 namespace vg {
 namespace {
@@ -81,16 +81,6 @@ Tensor unary(const char* op, const Tensor& x, double flops, Value value, Derivat
     return std::vector<Tensor>{gx};
   });
 }
-
-template <class T> T phi(T x) { return T(0.3989422804014327) * std::exp(T(-0.5) * x * x); }
-template <class T> T Phi(T x) { return T(0.5) * (T(1) + std::erf(x * T(0.7071067811865476))); }
-// float: the vectorisable polynomials (engine/ops/vec_math.h); float64 keeps libm's.
-inline float phi(float x) {
-  x = std::min(std::max(x, -13.0f), 13.0f);  // beyond, phi underflows and x * phi(x) is 0
-  return 0.3989422804014327f * vec::exp(-0.5f * x * x);
-}
-inline float Phi(float x) { return 0.5f * (1.0f + vec::erf(x * 0.7071067811865476f)); }
-constexpr double kSqrt2OverPi = 0.7978845608028654;
 
 }  // namespace
 
@@ -196,25 +186,17 @@ Tensor relu(const Tensor& a) {
                [](auto x, auto) { return decltype(x)(x > 0); });
 }
 
+// The value and the derivative of both forms are in ops/gelu_math.h, shared with the fused
+// gelu_linear (ops/matmul.cpp).
 Tensor gelu(const Tensor& a, GeluApprox approx) {
-  if (approx == GeluApprox::none) {
-    // gelu(x) = x * Phi(x); gelu'(x) = Phi(x) + x * phi(x)
-    return unary("gelu", a, 8, [](auto x) { return x * Phi(x); },
-                 [](auto x, auto) { return Phi(x) + x * phi(x); });
-  }
-  // 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3)
+  using namespace gelu_math;
+  if (approx == GeluApprox::none)
+    return unary(
+        "gelu", a, kErfFlops, [](auto x) { return erf_value(x); },
+        [](auto x, auto) { return erf_derivative(x); });
   return unary(
-      "gelu_tanh", a, 10,
-      [](auto x) {
-        using T = decltype(x);
-        return T(0.5) * x * (1 + std::tanh(T(kSqrt2OverPi) * (x + T(0.044715) * x * x * x)));
-      },
-      [](auto x, auto) {
-        using T = decltype(x);
-        const T t = std::tanh(T(kSqrt2OverPi) * (x + T(0.044715) * x * x * x));
-        return T(0.5) * (1 + t) +
-               T(0.5) * x * (1 - t * t) * T(kSqrt2OverPi) * (1 + T(3 * 0.044715) * x * x);
-      });
+      "gelu_tanh", a, kTanhFlops, [](auto x) { return tanh_value(x); },
+      [](auto x, auto) { return tanh_derivative(x); });
 }
 
 }  // namespace vg

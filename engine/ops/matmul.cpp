@@ -15,6 +15,7 @@
 #include "engine/autograd.h"
 #include "engine/blas.h"
 #include "engine/ops.h"
+#include "engine/ops/gelu_math.h"
 #include "engine/parallel.h"
 
 namespace vg {
@@ -169,35 +170,49 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
   });
 }
 
-// y = x W^T + b over the rows of x folded to (rows, in). Saved for backward: x (for dW) and
-// W (for dx), only where the other needs a gradient; the bias needs nothing.
-//   dx = dy W        one gemm (rows, out) x (out, in)
-//   dW = dy^T x      one gemm over all rows, (out, in)
-//   db = sum_rows dy deterministic, accumulated in double
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
-  check(x.defined() && weight.defined(), "linear: undefined input or weight");
+namespace {
+
+// The sizes of linear(x, weight, bias) once its operands are checked; messages name the op
+// and its input as the caller does ("gelu_linear", "h").
+struct LinearPlan {
+  int64_t rows = 0, in_features = 0, out_features = 0;
+  Shape out_shape;
+};
+
+LinearPlan plan_linear(const char* op, const char* input, const Tensor& x, const Tensor& weight,
+                       const Tensor& bias) {
+  check(x.defined() && weight.defined(), op, ": undefined input or weight");
   const bool has_bias = bias.defined();
   auto operands = [&] {
-    return cat_str("x ", shape_str(x.shape()), ", weight ", shape_str(weight.shape()), ", bias ",
-                   has_bias ? shape_str(bias.shape()) : std::string("none"));
+    return cat_str(input, " ", shape_str(x.shape()), ", weight ", shape_str(weight.shape()),
+                   ", bias ", has_bias ? shape_str(bias.shape()) : std::string("none"));
   };
-  check(weight.dim() == 2, "linear: weight must be (out, in) (", operands(), ")");
-  const int64_t out_features = weight.size(0), in_features = weight.size(1);
-  check(x.dim() >= 1 && x.size(-1) == in_features, "linear: x's last axis is ",
-        x.dim() >= 1 ? x.size(-1) : 0, ", expected in=", in_features, " (", operands(), ")");
-  check(!has_bias || (bias.dim() == 1 && bias.size(0) == out_features),
-        "linear: bias must be (out)=[", out_features, "] (", operands(), ")");
-  check(x.dtype() == weight.dtype() && (!has_bias || bias.dtype() == x.dtype()),
-        "linear: x, weight and bias must share a dtype (x ", dtype_name(x.dtype()), ", weight ",
+  check(weight.dim() == 2, op, ": weight must be (out, in) (", operands(), ")");
+  LinearPlan p;
+  p.out_features = weight.size(0);
+  p.in_features = weight.size(1);
+  check(x.dim() >= 1 && x.size(-1) == p.in_features, op, ": ", input, "'s last axis is ",
+        x.dim() >= 1 ? x.size(-1) : 0, ", expected in=", p.in_features, " (", operands(), ")");
+  check(!has_bias || (bias.dim() == 1 && bias.size(0) == p.out_features), op,
+        ": bias must be (out)=[", p.out_features, "] (", operands(), ")");
+  check(x.dtype() == weight.dtype() && (!has_bias || bias.dtype() == x.dtype()), op, ": ", input,
+        ", weight and bias must share a dtype (", input, " ", dtype_name(x.dtype()), ", weight ",
         dtype_name(weight.dtype()), has_bias ? cat_str(", bias ", dtype_name(bias.dtype())) : "",
         ")");
-  const int64_t rows = shape_numel(Shape(x.shape().begin(), x.shape().end() - 1));
-  check(rows < INT_MAX && in_features < INT_MAX && out_features < INT_MAX,
-        "linear: sizes exceed the BLAS int range (", operands(), ")");
+  p.rows = shape_numel(Shape(x.shape().begin(), x.shape().end() - 1));
+  check(p.rows < INT_MAX && p.in_features < INT_MAX && p.out_features < INT_MAX, op,
+        ": sizes exceed the BLAS int range (", operands(), ")");
+  p.out_shape = x.shape();
+  p.out_shape.back() = p.out_features;
+  return p;
+}
 
-  Shape out_shape = x.shape();
-  out_shape.back() = out_features;
-  Tensor out = Tensor::empty(out_shape, x.dtype());
+// y = x W^T + b as planned, with its FLOPs.
+Tensor linear_values(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                     const LinearPlan& p) {
+  const bool has_bias = bias.defined();
+  const int64_t rows = p.rows, in_features = p.in_features, out_features = p.out_features;
+  Tensor out = Tensor::empty(p.out_shape, x.dtype());
   dispatch(x.dtype(), [&](auto z) {
     using T = decltype(z);
     T* y = out.data<T>();
@@ -216,19 +231,77 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   });
   add_flops(2.0 * double(rows) * in_features * out_features, /*is_matmul=*/true);
   if (has_bias) add_flops(double(rows) * out_features);
+  return out;
+}
 
-  const std::vector<Tensor> inputs =
-      has_bias ? std::vector<Tensor>{x, weight, bias} : std::vector<Tensor>{x, weight};
+std::vector<Tensor> linear_inputs(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  return bias.defined() ? std::vector<Tensor>{x, weight, bias} : std::vector<Tensor>{x, weight};
+}
+
+}  // namespace
+
+// y = x W^T + b over the rows of x folded to (rows, in). Saved for backward: x (for dW) and
+// W (for dx), only where the other needs a gradient; the bias needs nothing.
+//   dx = dy W        one gemm (rows, out) x (out, in)
+//   dW = dy^T x      one gemm over all rows, (out, in)
+//   db = sum_rows dy deterministic, accumulated in double
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  const LinearPlan p = plan_linear("linear", "x", x, weight, bias);
+  Tensor out = linear_values(x, weight, bias, p);
+  const std::vector<Tensor> inputs = linear_inputs(x, weight, bias);
   if (!any_requires_grad(inputs)) return record("linear", out, inputs, nullptr);
+  const bool has_bias = bias.defined();
   const bool need_x = needs_grad(x), need_w = needs_grad(weight), need_b = needs_grad(bias);
   const Tensor xs = need_w ? x.detach() : Tensor(), ws = need_x ? weight.detach() : Tensor();
   const Shape x_shape = x.shape();
+  const int64_t rows = p.rows, in_features = p.in_features, out_features = p.out_features;
   return record("linear", out, inputs, [=](const Tensor& g) {
     const Tensor g2 = g.reshape({rows, out_features});
     std::vector<Tensor> grads(has_bias ? 3 : 2);
     if (need_x) grads[0] = matmul(g2, ws).reshape(x_shape);
     if (need_w) grads[1] = matmul(g2, xs.reshape({rows, in_features}), true, false);
     if (need_b) grads[2] = sum(g2, {0});
+    return grads;
+  });
+}
+
+// y = linear(gelu(h), W, b) without keeping a = gelu(h): a is 4C per token in a ViT MLP,
+// the largest tensor that linear would save, and it is cheap to recompute from h. Saved for
+// backward: h and W. a is made by the gelu op itself (forward and backward alike), so y
+// and every gradient have the bits of the op-by-op graph.
+//   dW = dy^T a      a recomputed into a temporary, freed before da is made
+//   db = sum_rows dy
+//   dh = (dy W) * gelu'(h), the product scaled in place
+Tensor gelu_linear(const Tensor& h, const Tensor& weight, const Tensor& bias, GeluApprox approx) {
+  const LinearPlan p = plan_linear("gelu_linear", "h", h, weight, bias);
+  Tensor out = linear_values(gelu(h.detach(), approx), weight, bias, p);
+  const std::vector<Tensor> inputs = linear_inputs(h, weight, bias);
+  if (!any_requires_grad(inputs)) return record("gelu_linear", out, inputs, nullptr);
+  const bool has_bias = bias.defined();
+  const bool need_h = needs_grad(h), need_w = needs_grad(weight), need_b = needs_grad(bias);
+  const Tensor hs = need_h || need_w ? h.detach() : Tensor(),
+               ws = need_h ? weight.detach() : Tensor();
+  const int64_t rows = p.rows, in_features = p.in_features, out_features = p.out_features;
+  return record("gelu_linear", out, inputs, [=](const Tensor& g) {
+    const Tensor g2 = g.reshape({rows, out_features});
+    std::vector<Tensor> grads(has_bias ? 3 : 2);
+    if (need_w) grads[1] = matmul(g2, gelu(hs, approx).reshape({rows, in_features}), true, false);
+    if (need_b) grads[2] = sum(g2, {0});
+    if (need_h) {
+      Tensor dh = matmul(g2, ws);  // da, then scaled by gelu'(h) where it lies
+      dispatch(dh.dtype(), [&](auto z) {
+        using T = decltype(z);
+        const T* ph = hs.data<T>();
+        T* pd = dh.data<T>();
+        parallel_for(dh.numel(), 1 << 14, [&](int64_t i0, int64_t i1) {
+          if (approx == GeluApprox::none)
+            for (int64_t i = i0; i < i1; ++i) pd[i] = pd[i] * gelu_math::erf_derivative(ph[i]);
+          else
+            for (int64_t i = i0; i < i1; ++i) pd[i] = pd[i] * gelu_math::tanh_derivative(ph[i]);
+        });
+      });
+      grads[0] = dh.reshape(hs.shape());
+    }
     return grads;
   });
 }
