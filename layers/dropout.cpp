@@ -14,12 +14,12 @@ Dropout::Dropout(double p, std::shared_ptr<Rng> rng)
 
 Tensor Dropout::forward(const Tensor& x) {
   auto scope = enter();
-  if (!is_training() || p_ == 0) return x;
+  if (!active()) return x;
   return dropout(x, p_, *rng_, true);
 }
 
 double Dropout::flop_count(const Shape& input_shape) const {
-  return is_training() && p_ > 0 ? double(shape_numel(input_shape)) : 0.0;
+  return active() ? double(shape_numel(input_shape)) : 0.0;
 }
 
 // --- DropPath --------------------------------------------------------------------------------

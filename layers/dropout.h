@@ -24,6 +24,8 @@ class Dropout : public Module {
   double flop_count(const Shape& input_shape) const override;
 
   double p() const { return p_; }
+  // Training with p > 0: forward changes its input.
+  bool active() const { return is_training() && p_ > 0; }
 
  private:
   double p_;

@@ -16,7 +16,13 @@ Mlp::Mlp(int64_t dim, int64_t hidden_features, bool use_grn, double dropout, Rng
 
 Tensor Mlp::forward(const Tensor& x) {
   auto scope = enter();
-  Tensor h = drop1_->forward(act_->forward(fc1_->forward(x)));
+  Tensor h = fc1_->forward(x);
+  // With nothing between act and fc2, one fused op runs both: it keeps fc1's output for
+  // backward and recomputes GELU's there, instead of keeping a second tensor of the hidden
+  // size (the largest activation of a block). Same bits as the two modules.
+  if (!grn_ && !drop1_->active())
+    return drop2_->forward(gelu_linear(h, fc2_->weight(), fc2_->bias(), act_->approx()));
+  h = drop1_->forward(act_->forward(h));
   if (grn_) h = grn_->forward(h);
   return drop2_->forward(fc2_->forward(h));
 }

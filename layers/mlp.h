@@ -21,7 +21,8 @@ class Mlp : public Module {
   Mlp(int64_t dim, int64_t hidden_features, bool use_grn, double dropout, Rng& rng,
       std::shared_ptr<Rng> drop_rng = nullptr);
 
-  // x (B, T, dim) -> (B, T, dim).
+  // x (B, T, dim) -> (B, T, dim). Without GRN and with drop1 inactive, act and fc2 run as
+  // the engine's gelu_linear (same bits, one hidden-size activation less kept for backward).
   Tensor forward(const Tensor& x);
   Tensor operator()(const Tensor& x) { return forward(x); }
 

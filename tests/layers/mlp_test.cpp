@@ -6,6 +6,7 @@
 #include "tests/layers/module_gradcheck.h"
 
 using namespace vg;
+using vg::nn::GELU;
 using vg::nn::Mlp;
 using vg::testing::expect_module_gradients;
 using vg::testing::max_abs_diff;
@@ -77,6 +78,43 @@ TEST_CASE("Mlp with GRN: token 0 (the cls token) takes part in every token's nor
   CHECK(max_abs_diff(select(before, 1, 2), select(after, 1, 2)) > 1e-6);
 }
 
+TEST_CASE("Mlp without GRN or active dropout runs act and fc2 as one gelu_linear, same bits") {
+  Rng rng(11);
+  Mlp mlp(16, 64, false, 0.0, rng);
+  mlp.to(DType::f64);
+  randomize_parameters(mlp, 12);
+  mlp.to(DType::f32);  // the vectorised float GELU, as in training
+  GELU act;
+  const Tensor x0 = randn({3, 7, 16}, rng), dy = randn({3, 7, 16}, rng);
+  std::vector<std::vector<double>> runs;
+  for (bool chain : {false, true}) {
+    mlp.zero_grad();
+    Tensor x = x0.detach().clone().set_requires_grad();
+    Tensor y = chain ? mlp.fc2()(act(mlp.fc1()(x))) : mlp(x);
+    CHECK(std::string(y.grad_fn()->op) == (chain ? "linear" : "gelu_linear"));
+    y.backward(dy);
+    std::vector<double> all = y.to_vector();
+    for (const Tensor& t : {x.grad(), mlp.fc1().weight().grad(), mlp.fc1().bias().grad(),
+                            mlp.fc2().weight().grad(), mlp.fc2().bias().grad()})
+      for (double e : t.to_vector()) all.push_back(e);
+    runs.push_back(all);
+  }
+  CHECK(runs[0] == runs[1]);
+}
+
+TEST_CASE("Mlp keeps GELU and fc2 apart where dropout acts between them") {
+  Rng rng(13);
+  Mlp mlp(4, 8, false, 0.25, rng, std::make_shared<Rng>(14));
+  const Tensor x = randn({2, 3, 4}, rng).set_requires_grad();
+  // Training: drop2 -> fc2 -> drop1 -> act. Eval: both dropouts are the identity.
+  const Tensor trained = mlp(x);
+  REQUIRE(trained.grad_fn());
+  CHECK(std::string(trained.grad_fn()->op) == "dropout");
+  CHECK(std::string(trained.grad_fn()->inputs[0].node->op) == "linear");
+  mlp.eval();
+  CHECK(std::string(mlp(x).grad_fn()->op) == "gelu_linear");
+}
+
 TEST_CASE("Mlp passes gradcheck for the input and every parameter, with and without GRN") {
   for (bool use_grn : {false, true}) {
     INFO("use_grn ", use_grn);
@@ -94,6 +132,16 @@ TEST_CASE("Mlp counts fc1, GELU, GRN and fc2, as the forward records") {
   Mlp mlp(8, 16, true, 0.0, rng);
   // rows = 2*5: fc1 2*10*8*16 + 10*16, GELU 8*10*16, GRN 6*10*16, fc2 2*10*16*8 + 10*8.
   const double expected = (2560 + 160) + 1280 + 960 + (2560 + 80);
+  CHECK(mlp.flop_count(Shape{2, 5, 8}) == expected);
+  FlopCounter flops;
+  mlp(zeros({2, 5, 8}));
+  CHECK(flops.total() == expected);
+}
+
+TEST_CASE("Mlp without GRN counts fc1, GELU and fc2, as the fused forward records") {
+  Rng rng(1);
+  Mlp mlp(8, 16, false, 0.0, rng);
+  const double expected = (2560 + 160) + 1280 + (2560 + 80);
   CHECK(mlp.flop_count(Shape{2, 5, 8}) == expected);
   FlopCounter flops;
   mlp(zeros({2, 5, 8}));
