@@ -1,5 +1,6 @@
 // Matrix products on OpenBLAS sgemm/dgemm: matmul (batched, broadcast, transposed operands
-// read in place) and linear (x W^T + b, PyTorch's weight layout).
+// read in place), linear (x W^T + b, PyTorch's weight layout) and gelu_linear (linear on
+// GELU's output, recomputed in backward instead of kept).
 //
 // Both backward passes are themselves matmul calls with trans flags, so no transposed copy
 // is ever made, and each product costs exactly one gemm per batch element.
