@@ -1,4 +1,4 @@
-// `vitgrad gradcheck` as a user meets it: the table, the JSON lines and --only.
+// `vitgrad gradcheck` as a user meets it: the table, the JSON lines, --only and --rtol.
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
@@ -44,4 +44,19 @@ TEST_CASE("the command runs the same list as the library (no check is left out)"
   CHECK(r.err.rfind("vitgrad gradcheck: unknown check 'nope'; known: add add:row", 0) == 0);
   for (const vg::GradcheckCase& c : vg::gradcheck_cases())
     CHECK(r.err.find(" " + c.name) != std::string::npos);
+}
+
+TEST_CASE("gradcheck --rtol replaces the bounds: a check above it fails and the exit code is 1") {
+  // No float64 gradient is exact, so a bound of 1e-300 fails every check...
+  const auto strict = vitgrad("gradcheck --only LayerScale --rtol 1e-300");
+  CHECK(strict.exit_code == 1);
+  CHECK(strict.out.find("FAILED") != std::string::npos);
+  CHECK(strict.out.find("0 passed, 2 failed") != std::string::npos);
+  // ...a loose one passes them, and the JSON lines say which.
+  const auto loose = vitgrad("gradcheck --only LayerScale --rtol 1e-3 --json");
+  CHECK(loose.exit_code == 0);
+  CHECK(loose.out.find("\"passed\":true") != std::string::npos);
+  const auto bad = vitgrad("gradcheck --rtol -1");
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("--rtol") != std::string::npos);
 }
