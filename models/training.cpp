@@ -75,8 +75,7 @@ optim::Schedule make_schedule(const Run& run) {
     return optim::Schedule::learnable_scaler(o.lr, std::max<int64_t>(1, epochs), o.sched_factor,
                                              o.sched_threshold);
   }
-  return optim::Schedule::cosine(o.lr, run.total_steps, std::min(o.min_lr, o.lr), o.warmup,
-                                 0.0);
+  return optim::Schedule::cosine(o.lr, run.total_steps, std::min(o.min_lr, o.lr), o.warmup, 0.0);
 }
 
 void prepare_data(Run& run) {
@@ -89,9 +88,9 @@ void prepare_data(Run& run) {
         "the data (", run.train_set.name, ", images ", s[1], "x", s[2], "x", s[3], ", ",
         run.train_set.num_classes, " classes) does not fit the model (img_size ", m.img_size,
         ", in_chans ", m.in_chans, ", num_classes ", m.num_classes, ")");
-  run.loader = std::make_unique<data::Loader>(run.train_set, run.options.batch, true,
-                                              run.options.augment,
-                                              data::derive_seed(run.options.seed, 1));
+  run.loader =
+      std::make_unique<data::Loader>(run.train_set, run.options.batch, true, run.options.augment,
+                                     data::derive_seed(run.options.seed, 1));
   const int64_t batches = run.loader->batches_per_epoch();
   run.steps_per_epoch = std::max<int64_t>(1, (batches + run.options.accum - 1) / run.options.accum);
 }
@@ -168,8 +167,10 @@ json gamma_magnitudes(ViT& model, bool grn) {
 std::string format_duration(double s) {
   std::ostringstream out;
   const int64_t t = static_cast<int64_t>(s + 0.5);
-  if (t >= 3600) out << t / 3600 << "h" << std::setw(2) << std::setfill('0') << (t % 3600) / 60 << "m";
-  else out << t / 60 << "m" << std::setw(2) << std::setfill('0') << t % 60 << "s";
+  if (t >= 3600)
+    out << t / 3600 << "h" << std::setw(2) << std::setfill('0') << (t % 3600) / 60 << "m";
+  else
+    out << t / 60 << "m" << std::setw(2) << std::setfill('0') << t % 60 << "s";
   return out.str();
 }
 
@@ -221,8 +222,14 @@ TrainResult loop(Run& run, std::ostream& log) {
     run.optimizer->set_lr(lr);
     bool epoch_ended = false;
     double aux_sum = 0;  // the auxiliary losses of this step's micro-batches
+    int64_t micro_batches = 0;
     int64_t epoch = 0;
-    for (int64_t micro = 0; micro < o.accum; ++micro) {
+    // A step's micro-batches never run past the end of an epoch (the epoch's last step may
+    // have fewer, as in timm), and each one's mean loss is weighted by its share of the step's
+    // images, so the gradient is the mean over them all, as one big batch would give it.
+    const int64_t step_images =
+        std::min(run.loader->samples_left_in_epoch(), o.accum * run.loader->batch_size());
+    for (int64_t micro = 0; micro < o.accum && !epoch_ended; ++micro) {
       data::Batch batch = run.loader->next();
       epoch = batch.epoch;
       Tensor logits, loss, extra;
@@ -236,8 +243,9 @@ TrainResult loop(Run& run, std::ostream& log) {
           extra_value = extra.item();
           loss = add(loss, extra);
         }
+        const double share = double(batch.labels.size()) / double(step_images);
         if (std::isfinite(value) && std::isfinite(extra_value))
-          (o.accum > 1 ? mul(loss, 1.0 / double(o.accum)) : loss).backward();
+          (o.accum > 1 ? mul(loss, share) : loss).backward();
       } catch (const Error& e) {
         if (!anomaly_enabled()) throw;
         throw Error(cat_str(e.what(), " at step ", run.step + 1, "; ", last_good(run)));
@@ -246,13 +254,15 @@ TrainResult loop(Run& run, std::ostream& log) {
       if (!std::isfinite(extra_value))
         diverged(run, run.step + 1, "the auxiliary loss is " + value_str(extra_value));
       aux_sum += extra_value;
+      ++micro_batches;
       const int64_t correct = count_correct(logits, batch.labels);
       const int64_t n = static_cast<int64_t>(batch.labels.size());
       window.add(value, correct, n);
       epoch_tally.add(value, correct, n);
       epoch_ended = epoch_ended || batch.last_in_epoch;
     }
-    const double norm = o.clip > 0 ? optim::clip_grad_norm(params, o.clip) : optim::grad_norm(params);
+    const double norm =
+        o.clip > 0 ? optim::clip_grad_norm(params, o.clip) : optim::grad_norm(params);
     if (!std::isfinite(norm))
       diverged(run, run.step + 1, "the gradient norm is " + value_str(norm));
     run.optimizer->step();
@@ -263,24 +273,30 @@ TrainResult loop(Run& run, std::ostream& log) {
     if (run.step % o.log_every == 0 || run.step == run.total_steps) {
       const double secs = seconds_since(window_start);
       const double ips = secs > 0 ? window.count / secs : 0;
-      json record = {{"kind", "step"},          {"step", run.step},
-                     {"epoch", epoch},          {"loss", window.mean_loss()},
-                     {"accuracy", window.accuracy()}, {"lr", lr},
-                     {"grad_norm", norm},       {"images_per_s", ips}};
+      json record = {{"kind", "step"},
+                     {"step", run.step},
+                     {"epoch", epoch},
+                     {"loss", window.mean_loss()},
+                     {"accuracy", window.accuracy()},
+                     {"lr", lr},
+                     {"grad_norm", norm},
+                     {"images_per_s", ips}};
       if (run.model->config().layerscale != "none" || run.model->block(0).has_layerscale())
         record["layerscale"] = gamma_magnitudes(*run.model, false);
       if (run.model->config().grn) record["grn"] = gamma_magnitudes(*run.model, true);
-      if (o.aux.any()) record["aux_loss"] = aux_sum / double(o.accum);  // of the last step
+      if (o.aux.any()) record["aux_loss"] = aux_sum / double(micro_batches);  // of the last step
       metrics << record.dump() << "\n" << std::flush;
       const double done = double(run.step - first_step), left = double(run.total_steps - run.step);
       const double eta = done > 0 ? seconds_since(start) / done * left : 0;
       std::ostringstream line;
-      line << "epoch " << epoch + 1 << "  step " << run.step << "/" << run.total_steps
-           << "  loss " << std::fixed << std::setprecision(4) << window.mean_loss() << "  acc "
+      line << "epoch " << epoch + 1 << "  step " << run.step << "/" << run.total_steps << "  loss "
+           << std::fixed << std::setprecision(4) << window.mean_loss() << "  acc "
            << std::setprecision(2) << 100 * window.accuracy() << "%  " << std::setprecision(0)
            << ips << " img/s  ETA " << format_duration(eta);
-      if (o.progress_tty) log << "\r" << line.str() << "\033[K" << std::flush;
-      else log << line.str() << "\n" << std::flush;
+      if (o.progress_tty)
+        log << "\r" << line.str() << "\033[K" << std::flush;
+      else
+        log << line.str() << "\n" << std::flush;
       window = Tally{};
       window_start = Clock::now();
     }
@@ -297,13 +313,16 @@ TrainResult loop(Run& run, std::ostream& log) {
                      {"test_accuracy", test.accuracy},
                      {"lr", lr},
                      {"seconds", seconds_since(start)}};
-      if (run.ema) record["ema_test_accuracy"] = evaluate(run.ema->model(), run.test_set, o.eval_batch).accuracy;
+      if (run.ema)
+        record["ema_test_accuracy"] =
+            evaluate(run.ema->model(), run.test_set, o.eval_batch).accuracy;
       metrics << record.dump() << "\n" << std::flush;
       if (o.progress_tty) log << "\n";
       log << "epoch " << epoch + 1 << " done: train loss " << std::fixed << std::setprecision(4)
           << epoch_tally.mean_loss() << ", test loss " << test.loss << ", test accuracy "
-          << std::setprecision(2) << 100 * test.accuracy << "% (eval "
-          << std::setprecision(1) << seconds_since(eval_start) << " s)\n" << std::flush;
+          << std::setprecision(2) << 100 * test.accuracy << "% (eval " << std::setprecision(1)
+          << seconds_since(eval_start) << " s)\n"
+          << std::flush;
       epoch_tally = Tally{};
       result.test_loss = test.loss;
       result.test_accuracy = test.accuracy;
@@ -346,8 +365,7 @@ data::Dataset load_dataset(const TrainOptions& o, const std::string& split) {
   if (o.data == "synthetic")
     return data::make_synthetic(split, split == "train" ? o.synthetic_train : o.synthetic_test,
                                 o.seed);
-  return data::load_fashion_mnist(o.data_dir.empty() ? data::kFashionMnistDir : o.data_dir,
-                                  split);
+  return data::load_fashion_mnist(o.data_dir.empty() ? data::kFashionMnistDir : o.data_dir, split);
 }
 
 EvalResult evaluate(ViT& model, const data::Dataset& data, int64_t batch_size,

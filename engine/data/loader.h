@@ -53,6 +53,8 @@ class Loader {
   // The next batch; after the last batch of an epoch the next epoch starts.
   Batch next();
   int64_t batches_per_epoch() const;
+  // The samples that the coming batches of the current epoch hold, up to its end.
+  int64_t samples_left_in_epoch() const { return data_.size() - cursor_; }
   int64_t batch_size() const { return batch_size_; }
   const Dataset& dataset() const { return data_; }
 

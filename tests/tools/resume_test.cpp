@@ -29,9 +29,10 @@ std::map<int64_t, double> losses_by_step(const fs::path& metrics) {
 TEST_CASE("train 2N steps == train N, resume in a fresh process, train N more (bitwise)") {
   const fs::path dir = fresh_dir("resume");
   // Dropout, drop-path, augmentation and gradient accumulation all draw or carry state.
-  // 300 images in batches of 40 are 8 micro-batches an epoch (the last one partial): with
-  // --accum 2 an epoch is 4 steps, so stopping at step 3 stops mid-epoch and the resumed
-  // half crosses an epoch boundary and an evaluation. The schedule is constant because a
+  // 380 images in batches of 40 are 10 micro-batches an epoch (the last one partial): with
+  // --accum 2 an epoch is 5 steps, with --accum 3 it is 4 (the last of one micro-batch), so
+  // stopping at step 3 stops mid-epoch and the resumed half crosses an epoch boundary and an
+  // evaluation. The schedule is constant because a
   // cosine or step schedule is laid out for the total the run was started with (3 here);
   // restore_test checks that a scheduled run continues exactly.
   const std::vector<std::pair<std::string, std::string>> recipes = {
@@ -44,7 +45,7 @@ TEST_CASE("train 2N steps == train N, resume in a fresh process, train N more (b
   for (const auto& [name, options] : recipes) {
     INFO("recipe ", name, ": ", options);
     const std::string recipe =
-        "train --data synthetic --synthetic-size 300 --depth 2 --dim 16 --heads 2 --batch 40 "
+        "train --data synthetic --synthetic-size 380 --depth 2 --dim 16 --heads 2 --batch 40 "
         "--dropout 0.1 --drop-path 0.2 --log-every 1 --seed 7 --threads 1 --sched constant " +
         options + " ";
     const fs::path a_dir = dir / (name + "_a"), b_dir = dir / (name + "_b");
