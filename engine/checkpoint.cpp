@@ -65,8 +65,8 @@ void write_file_atomically(const std::string& path, const std::string& text) {
   namespace fs = std::filesystem;
   const fs::path target(path);
   const fs::path folder = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  const fs::path temp = folder / ("." + target.filename().string() + ".tmp." +
-                                  std::to_string(::getpid()));
+  const fs::path temp =
+      folder / ("." + target.filename().string() + ".tmp." + std::to_string(::getpid()));
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) throw Error(cat_str(path, ": cannot write (", std::strerror(errno), ")"));
   size_t written = 0;
@@ -117,11 +117,16 @@ void remove_stale_temporaries(const std::string& folder) {
 std::string checkpoint_to_string(const Checkpoint& c) {
   json model = json::object();
   for (const auto& [name, tensor] : c.model) model[name] = tensor_to_json(tensor, name);
-  json doc = {{"format", kCheckpointFormat}, {"version", kCheckpointVersion},
-              {"config", c.config},          {"model", std::move(model)},
-              {"optimizer", c.optimizer},    {"scheduler", c.scheduler},
-              {"rng", c.rng},                {"data", c.data},
-              {"step", c.step},              {"extra", c.extra}};
+  json doc = {{"format", kCheckpointFormat},
+              {"version", kCheckpointVersion},
+              {"config", c.config},
+              {"model", std::move(model)},
+              {"optimizer", c.optimizer},
+              {"scheduler", c.scheduler},
+              {"rng", c.rng},
+              {"data", c.data},
+              {"step", c.step},
+              {"extra", c.extra}};
   return doc.dump();
 }
 
@@ -135,8 +140,11 @@ Checkpoint parse_checkpoint(const std::string& text, const std::string& source) 
   try {
     doc = json::parse(text, duplicate_key_finder(duplicate));
   } catch (const json::parse_error& e) {
-    throw Error(cat_str(source, ": not a valid JSON document (truncated or damaged?) at byte ",
-                        e.byte));
+    throw Error(
+        cat_str(source, ": not a valid JSON document (truncated or damaged?) at byte ", e.byte));
+  } catch (const json::exception& e) {
+    // A number too large for a double (1e999) is an out_of_range error, not a parse_error.
+    throw Error(cat_str(source, ": not a valid JSON document (", json_reason(e), ")"));
   }
   expect(duplicate.empty(), source, duplicate);
   expect(doc.is_object(), source, "not a checkpoint (the document is not a JSON object)");
@@ -147,8 +155,8 @@ Checkpoint parse_checkpoint(const std::string& text, const std::string& source) 
   expect(version.is_number_integer() && version == kCheckpointVersion, source,
          cat_str("version ", version.dump(), " is not supported (this build reads version ",
                  kCheckpointVersion, ")"));
-  static const char* known[] = {"format", "version", "config", "model", "optimizer",
-                                "scheduler", "rng", "data", "step", "extra"};
+  static const char* known[] = {"format",    "version", "config", "model", "optimizer",
+                                "scheduler", "rng",     "data",   "step",  "extra"};
   for (const auto& [key, value] : doc.items()) {
     bool ok = false;
     for (const char* k : known) ok = ok || key == k;

@@ -149,4 +149,12 @@ RngState rng_from_json(const json& j, const std::string& what) {
   return state;
 }
 
+std::string json_reason(const nlohmann::json::exception& e) {
+  const std::string what = e.what();
+  const size_t tag_end = what.find("] ");
+  return what.rfind("[json.exception.", 0) == 0 && tag_end != std::string::npos
+             ? what.substr(tag_end + 2)
+             : what;
+}
+
 }  // namespace vg

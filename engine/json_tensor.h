@@ -34,4 +34,7 @@ nlohmann::json rng_to_json(const RngState& state);
 // xoshiro256** can never leave) is a vg::Error naming `what`.
 RngState rng_from_json(const nlohmann::json& j, const std::string& what);
 
+// What a nlohmann exception says, without its "[json.exception.parse_error.101] " tag.
+std::string json_reason(const nlohmann::json::exception& e);
+
 }  // namespace vg

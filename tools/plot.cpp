@@ -13,6 +13,7 @@
 
 #include "engine/checkpoint.h"
 #include "engine/error.h"
+#include "engine/json_tensor.h"
 #include "tools/args.h"
 #include "tools/commands.h"
 #include "tools/svg_chart.h"
@@ -120,11 +121,9 @@ RunMetrics read_metrics(const std::string& path) {
     json record;
     try {
       record = json::parse(line);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {  // parse_error, or out_of_range for 1e999
       if (!complete) break;
-      std::string why = e.what();
-      why = why.substr(why.find(']') + 2);  // drop "[json.exception.parse_error.101] "
-      throw Error(cat_str(path, ":", line_no, ": not valid JSON: ", why));
+      throw Error(cat_str(path, ":", line_no, ": not valid JSON: ", json_reason(e)));
     }
     try {
       add_record(record, run);

@@ -97,6 +97,11 @@ TEST_CASE("malformed checkpoints are errors that name the file and the entry") {
   };
   fails_with(good.substr(0, good.size() / 2), "ck.json: not a valid JSON document");
   fails_with("[1, 2]", "not a checkpoint");
+  // Numbers beyond double's range: nlohmann reports them as out_of_range, not parse_error
+  // (the first found by fuzzing, the second inside an otherwise good checkpoint).
+  fails_with("8E18888888888z0}",
+             "ck.json: not a valid JSON document (number overflow parsing '8E18888888888')");
+  fails_with(with(good, "\"step\":12", "\"step\":1e400"), "number overflow parsing '1e400'");
   fails_with(with(good, "vitgrad-checkpoint", "other-format"), "format is");
   fails_with(with(good, "\"version\":1", "\"version\":7"), "version 7 is not supported");
   fails_with(with(good, "\"step\":12", "\"step\":-1"), "'step' is not a non-negative");
@@ -104,9 +109,11 @@ TEST_CASE("malformed checkpoints are errors that name the file and the entry") {
   fails_with(with(good, "\"optimizer\":", "\"optimiser\":"), "unexpected entry 'optimiser'");
   fails_with(with(good, "\"shape\":[4]", "\"shape\":[5]"), "blocks.0.ls1.gamma");
   fails_with(with(good, "\"dtype\":\"float32\"", "\"dtype\":\"int8\""), "model entry");
-  fails_with(with(good, "\"data\":{\"cursor\":7,\"epoch\":1}", "\"data\":[1]"), "'data' is not an object");
+  fails_with(with(good, "\"data\":{\"cursor\":7,\"epoch\":1}", "\"data\":[1]"),
+             "'data' is not an object");
   const size_t first_value = good.find("\"data\":[", good.find("blocks.0.ls1.gamma")) + 8;
-  fails_with(good.substr(0, first_value) + "\"x\"," + good.substr(first_value), "blocks.0.ls1.gamma");
+  fails_with(good.substr(0, first_value) + "\"x\"," + good.substr(first_value),
+             "blocks.0.ls1.gamma");
   CHECK_THROWS_WITH_AS(load_checkpoint("/nonexistent/dir/ck.json"),
                        doctest::Contains("/nonexistent/dir/ck.json: cannot open"), Error);
 }

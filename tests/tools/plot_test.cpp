@@ -204,6 +204,10 @@ TEST_CASE("plot names the file and line of a malformed record and writes nothing
                   "{\"kind\":\"step\",\"step\":1,\"loss\":1}\n{\"kind\":\"step\",}\n"
                   "{\"kind\":\"step\",\"step\":2,\"loss\":1}\n");
   expect_misuse<vg::Error>({bad_json, "-o", out}, out, bad_json + ":2: not valid JSON");
+  // A number beyond double's range is nlohmann's out_of_range, not a parse_error.
+  const std::string overflow = dir.metrics("e", "{\"kind\":\"step\",\"step\":1,\"loss\":8E1888}\n");
+  expect_misuse<vg::Error>({overflow, "-o", out}, out,
+                           overflow + ":1: not valid JSON: number overflow parsing '8E1888'");
   const std::string bad_type =
       dir.metrics("b", "{\"kind\":\"step\",\"step\":1,\"loss\":\"low\"}\n");
   expect_misuse<vg::Error>({bad_type, "-o", out}, out,
