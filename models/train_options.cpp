@@ -18,10 +18,14 @@ void read(const json& j, const char* key, T& into) {
   if (!j.contains(key)) return;
   const json& v = j.at(key);
   bool ok;
-  if constexpr (std::is_same_v<T, bool>) ok = v.is_boolean();
-  else if constexpr (std::is_integral_v<T>) ok = v.is_number_integer();
-  else if constexpr (std::is_floating_point_v<T>) ok = v.is_number();
-  else ok = v.is_string();
+  if constexpr (std::is_same_v<T, bool>)
+    ok = v.is_boolean();
+  else if constexpr (std::is_integral_v<T>)
+    ok = v.is_number_integer();
+  else if constexpr (std::is_floating_point_v<T>)
+    ok = v.is_number();
+  else
+    ok = v.is_string();
   check(ok, "training options: '", key, "' has the wrong type (", v.dump(), ")");
   into = v.get<T>();
 }
@@ -53,6 +57,7 @@ json TrainOptions::to_json() const {
           {"attn_extra_loss", aux.attn_extra_loss},
           {"attn_extra_loss_layers", aux.attn_layers},
           {"augment", augment},
+          {"crop", crop},
           {"seed", std::to_string(seed)},
           {"ema", ema},
           {"init", init},
@@ -92,6 +97,7 @@ TrainOptions TrainOptions::from_json(const json& j, const ViTConfig& model) {
   read(j, "attn_extra_loss", o.aux.attn_extra_loss);
   read(j, "attn_extra_loss_layers", o.aux.attn_layers);
   read(j, "augment", o.augment);
+  read(j, "crop", o.crop);  // absent in runs saved before the option: crop on
   std::string seed = std::to_string(o.seed);
   read(j, "seed", seed);
   try {
@@ -144,8 +150,8 @@ void TrainOptions::validate() const {
   check(epochs > 0 || steps > 0, "give --epochs or --steps (a positive number)");
   check(epochs >= 0 && steps >= 0, "--epochs and --steps must not be negative");
   check(batch > 0 && batch <= 65536, "--batch must be between 1 and 65536, got ", batch);
-  check(opt == "sgd" || opt == "adamw" || opt == "lamb",
-        "--opt must be sgd, adamw or lamb, got '", opt, "'");
+  check(opt == "sgd" || opt == "adamw" || opt == "lamb", "--opt must be sgd, adamw or lamb, got '",
+        opt, "'");
   check(std::isfinite(lr) && lr >= 0, "--lr must be a number >= 0, got ", lr);
   check(std::isfinite(wd) && wd >= 0, "--wd must be a number >= 0, got ", wd);
   check(momentum >= 0 && momentum < 1, "--momentum must be in [0, 1), got ", momentum);

@@ -90,7 +90,7 @@ void prepare_data(Run& run) {
         ", in_chans ", m.in_chans, ", num_classes ", m.num_classes, ")");
   run.loader =
       std::make_unique<data::Loader>(run.train_set, run.options.batch, true, run.options.augment,
-                                     data::derive_seed(run.options.seed, 1));
+                                     data::derive_seed(run.options.seed, 1), run.options.crop);
   const int64_t batches = run.loader->batches_per_epoch();
   run.steps_per_epoch = std::max<int64_t>(1, (batches + run.options.accum - 1) / run.options.accum);
 }

@@ -9,9 +9,8 @@
 
 #include <cstdint>
 #include <iosfwd>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "engine/data/dataset.h"
 #include "models/vit.h"
@@ -31,25 +30,26 @@ struct TrainOptions {
   std::string opt = "adamw";  // "sgd" | "adamw" | "lamb"
   double lr = 1e-3;
   double wd = 0.05;
-  double momentum = 0.9;                // SGD
-  std::string sched = "cosine";         // "constant" | "step" | "cosine" | "learnable-scaler"
-  int64_t warmup = 0;                   // warmup steps (cosine)
-  double min_lr = 1e-6;                 // the floor of the cosine
-  double sched_factor = 0.8;            // learnable-scaler schedule
+  double momentum = 0.9;         // SGD
+  std::string sched = "cosine";  // "constant" | "step" | "cosine" | "learnable-scaler"
+  int64_t warmup = 0;            // warmup steps (cosine)
+  double min_lr = 1e-6;          // the floor of the cosine
+  double sched_factor = 0.8;     // learnable-scaler schedule
   double sched_threshold = 0.5;
-  double clip = 0;                      // global grad-norm clip; 0: none
-  int64_t accum = 1;                    // micro-batches per optimiser step
+  double clip = 0;    // global grad-norm clip; 0: none
+  int64_t accum = 1;  // micro-batches per optimiser step
   double label_smoothing = 0;
-  AuxLossConfig aux;                    // the LearnableScaler recipe's auxiliary losses
+  AuxLossConfig aux;  // the LearnableScaler recipe's auxiliary losses
   bool augment = true;
+  bool crop = true;  // with augment: random crop as well as flip
   uint64_t seed = 0;
-  double ema = 0;                       // > 0: keep a model EMA with this decay
-  std::string init;                     // start from a checkpoint's config and weights
-  std::string out;                      // the run folder
-  int64_t save_every = 0;               // steps between last.json saves; 0: only at the end
-  int64_t log_every = 50;               // steps between metrics records
+  double ema = 0;          // > 0: keep a model EMA with this decay
+  std::string init;        // start from a checkpoint's config and weights
+  std::string out;         // the run folder
+  int64_t save_every = 0;  // steps between last.json saves; 0: only at the end
+  int64_t log_every = 50;  // steps between metrics records
   int64_t eval_batch = 500;
-  bool progress_tty = false;            // one updating progress line instead of plain lines
+  bool progress_tty = false;  // one updating progress line instead of plain lines
 
   nlohmann::json to_json() const;  // everything but `model`, for config.json and checkpoints
   // Reads to_json()'s output over the defaults; unknown keys and bad values are errors.

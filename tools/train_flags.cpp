@@ -30,6 +30,7 @@ std::vector<Flag> recipe_flags() {
       {"--attn-extra-loss", "W", "weight of the attention-peakedness loss (0: off)"},
       {"--attn-extra-loss-layers", "K", "the first K blocks get it (default 6)"},
       {"--no-augment", "", "no random crop and flip"},
+      {"--no-crop", "", "augment with the horizontal flip only"},
       {"--seed", "N", "seed of initialisation, shuffling, augmentation and dropout"},
   };
 }
@@ -62,6 +63,7 @@ void recipe_from_flags(const ArgParser& args, TrainOptions& o) {
   o.aux.attn_extra_loss = args.number("--attn-extra-loss", o.aux.attn_extra_loss, 0, 1e6);
   o.aux.attn_layers = args.integer("--attn-extra-loss-layers", o.aux.attn_layers, 1, 1024);
   if (args.on("--no-augment")) o.augment = false;
+  if (args.on("--no-crop")) o.crop = false;
   o.seed = static_cast<uint64_t>(args.integer("--seed", int64_t(o.seed), 0, INT64_MAX));
 }
 

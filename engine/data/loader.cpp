@@ -84,11 +84,13 @@ void apply_augment(const float* src, float* dst, int64_t height, int64_t width, 
   }
 }
 
-Loader::Loader(const Dataset& data, int64_t batch_size, bool shuffle, bool augment, uint64_t seed)
+Loader::Loader(const Dataset& data, int64_t batch_size, bool shuffle, bool augment, uint64_t seed,
+               bool crop)
     : data_(data),
       batch_size_(batch_size),
       shuffle_(shuffle),
       augment_(augment),
+      crop_(crop),
       seed_(seed),
       augment_rng_(derive_seed(seed, kAugmentStream)) {
   check_dataset("Loader", data_);
@@ -120,8 +122,10 @@ Batch Loader::next() {
   if (augment_) {
     augments.resize(n);
     for (Augment& a : augments) {
-      a.dy = static_cast<int>(augment_rng_.below(2 * kCropPadding + 1)) - kCropPadding;
-      a.dx = static_cast<int>(augment_rng_.below(2 * kCropPadding + 1)) - kCropPadding;
+      if (crop_) {
+        a.dy = static_cast<int>(augment_rng_.below(2 * kCropPadding + 1)) - kCropPadding;
+        a.dx = static_cast<int>(augment_rng_.below(2 * kCropPadding + 1)) - kCropPadding;
+      }
       a.flip = augment_rng_.bernoulli(0.5);
     }
   }

@@ -48,7 +48,9 @@ void apply_augment(const float* src, float* dst, int64_t height, int64_t width, 
 class Loader {
  public:
   // Keeps a handle to the data set's images (the pixels are shared, not copied).
-  Loader(const Dataset& data, int64_t batch_size, bool shuffle, bool augment, uint64_t seed);
+  // With augment but not crop, the only transform is the horizontal flip.
+  Loader(const Dataset& data, int64_t batch_size, bool shuffle, bool augment, uint64_t seed,
+         bool crop = true);
 
   // The next batch; after the last batch of an epoch the next epoch starts.
   Batch next();
@@ -71,6 +73,7 @@ class Loader {
   int64_t batch_size_;
   bool shuffle_;
   bool augment_;
+  bool crop_;
   uint64_t seed_;
   int64_t epoch_ = 0;
   int64_t cursor_ = 0;

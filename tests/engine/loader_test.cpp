@@ -175,6 +175,27 @@ TEST_CASE("augmentation changes images, keeps their shape, and only shifts by 2 
   CHECK(shifts.size() >= 15);  // of the 25 possible shifts
 }
 
+TEST_CASE("with crop off, augmentation only flips: every image is itself or its mirror") {
+  const Dataset data = small_dataset(23);
+  Loader loader(data, 8, true, true, 5, /*crop=*/false);
+  int flipped = 0, total = 0;
+  for (int64_t b = 0; b < 3 * loader.batches_per_epoch(); ++b) {
+    const Batch batch = loader.next();
+    for (size_t i = 0; i < batch.indices.size(); ++i) {
+      Augment a;
+      REQUIRE(find_augment(image(data, batch.indices[i]), batch.images.data<float>() + i * 60,
+                           data.pad_value(), a));
+      CHECK(a.dy == 0);
+      CHECK(a.dx == 0);
+      flipped += a.flip;
+      ++total;
+    }
+  }
+  CHECK(total == 69);
+  CHECK(flipped > 20);  // p = 0.5 of 69
+  CHECK(flipped < 49);
+}
+
 TEST_CASE("a resumed loader gives the same batches bit for bit, across epoch boundaries") {
   const Dataset data = small_dataset(23);  // 5 batches of 5 per epoch, the last one of 3
   for (const int64_t before : {0, 3, 5, 7}) {
