@@ -38,19 +38,45 @@ Tensor relu(const Tensor& a);
 enum class GeluApprox { none, tanh };  // none: the exact erf form (timm's default)
 Tensor gelu(const Tensor& a, GeluApprox approx = GeluApprox::none);
 
-inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
-inline Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
-inline Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
-inline Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
-inline Tensor operator+(const Tensor& a, double s) { return add(a, s); }
-inline Tensor operator+(double s, const Tensor& a) { return add(a, s); }
-inline Tensor operator-(const Tensor& a, double s) { return sub(a, s); }
-inline Tensor operator-(double s, const Tensor& a) { return sub(s, a); }
-inline Tensor operator*(const Tensor& a, double s) { return mul(a, s); }
-inline Tensor operator*(double s, const Tensor& a) { return mul(a, s); }
-inline Tensor operator/(const Tensor& a, double s) { return div(a, s); }
-inline Tensor operator/(double s, const Tensor& a) { return div(s, a); }
-inline Tensor operator-(const Tensor& a) { return neg(a); }
+inline Tensor operator+(const Tensor& a, const Tensor& b) {
+  return add(a, b);
+}
+inline Tensor operator-(const Tensor& a, const Tensor& b) {
+  return sub(a, b);
+}
+inline Tensor operator*(const Tensor& a, const Tensor& b) {
+  return mul(a, b);
+}
+inline Tensor operator/(const Tensor& a, const Tensor& b) {
+  return div(a, b);
+}
+inline Tensor operator+(const Tensor& a, double s) {
+  return add(a, s);
+}
+inline Tensor operator+(double s, const Tensor& a) {
+  return add(a, s);
+}
+inline Tensor operator-(const Tensor& a, double s) {
+  return sub(a, s);
+}
+inline Tensor operator-(double s, const Tensor& a) {
+  return sub(s, a);
+}
+inline Tensor operator*(const Tensor& a, double s) {
+  return mul(a, s);
+}
+inline Tensor operator*(double s, const Tensor& a) {
+  return mul(a, s);
+}
+inline Tensor operator/(const Tensor& a, double s) {
+  return div(a, s);
+}
+inline Tensor operator/(double s, const Tensor& a) {
+  return div(s, a);
+}
+inline Tensor operator-(const Tensor& a) {
+  return neg(a);
+}
 
 // --- reductions (ops/reduce.cpp) -------------------------------------------------------
 // An empty `axes` reduces over every axis.
@@ -65,7 +91,7 @@ Tensor sum_to_shape(const Tensor& a, const Shape& shape);
 Tensor permute(const Tensor& a, const Axes& order);
 Tensor transpose(const Tensor& a, int64_t axis0, int64_t axis1);
 Tensor slice(const Tensor& a, int64_t axis, int64_t start, int64_t stop);  // [start, stop)
-Tensor select(const Tensor& a, int64_t axis, int64_t index);  // drops the axis
+Tensor select(const Tensor& a, int64_t axis, int64_t index);               // drops the axis
 Tensor cat(const std::vector<Tensor>& parts, int64_t axis);
 // Copies `a` into a tensor of `shape` that it broadcasts to.
 Tensor broadcast_to(const Tensor& a, const Shape& shape);
@@ -77,10 +103,28 @@ Tensor broadcast_to(const Tensor& a, const Shape& shape);
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
 // x (..., in) -> (..., out) with weight (out, in) and an optional bias (out).
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
-// linear(gelu(h, approx), weight, bias) with the same bits, but it keeps only h for backward
-// and recomputes gelu(h) there: one activation of h's size less per MLP (the fused fc2).
+// --- linear fused with its neighbours (ops/fused_linear.cpp) ----------------------------
+// Each equals the op-by-op graph named in its comment, but keeps for backward only the input
+// of the map before the product and recomputes the map's output there: one activation less
+// per linear. Where an `out_scale` s (out) is given, y = s * (...), LayerScale folded into
+// the product; ds comes from the weight gradient's product, so nothing is kept for it.
+// Forward values have the op-by-op bits; with out_scale, gradients differ only in rounding.
+//   scaled_linear      channel_affine(linear(x, W, b), s)
+//   gelu_linear        linear(gelu(h, approx), W, b), then s
+//   layer_norm_linear  linear(layer_norm(x, norm_weight, norm_bias, eps), W, b)
+//   affine_linear      linear(channel_affine(x, scale, shift), W, b)  (LearnableScaler)
+//   gelu_grn_linear    linear(global_response_norm(gelu(h), gamma, beta, eps), W, b), then s
+Tensor scaled_linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                     const Tensor& out_scale);
 Tensor gelu_linear(const Tensor& h, const Tensor& weight, const Tensor& bias = Tensor(),
-                   GeluApprox approx = GeluApprox::none);
+                   GeluApprox approx = GeluApprox::none, const Tensor& out_scale = Tensor());
+Tensor layer_norm_linear(const Tensor& x, const Tensor& norm_weight, const Tensor& norm_bias,
+                         double eps, const Tensor& weight, const Tensor& bias = Tensor());
+Tensor affine_linear(const Tensor& x, const Tensor& scale, const Tensor& shift,
+                     const Tensor& weight, const Tensor& bias = Tensor());
+Tensor gelu_grn_linear(const Tensor& h, const Tensor& gamma, const Tensor& beta, double eps,
+                       const Tensor& weight, const Tensor& bias = Tensor(),
+                       GeluApprox approx = GeluApprox::none, const Tensor& out_scale = Tensor());
 
 // --- neural-network ops (ops/nn.cpp), fused ---------------------------------------------
 Tensor softmax(const Tensor& a);      // over the last axis, max-subtracted

@@ -31,9 +31,13 @@ Tensor Attention::forward(const Tensor& x) {
 }
 
 Tensor Attention::forward(const Tensor& x, Tensor* probs) {
+  return forward(x, probs, LinearFusion{});
+}
+
+Tensor Attention::forward(const Tensor& x, Tensor* probs, const LinearFusion& fusion) {
   auto scope = enter();
   check_input(x.shape());
-  Tensor qkv = qkv_->forward(x);
+  Tensor qkv = qkv_->forward(x, {.input_norm = fusion.input_norm});
   Tensor out;
   if (probs) {
     // Step by step, keeping the probabilities: (B, T, 3C) -> (B, T, 3, H, hd) ->
@@ -48,7 +52,8 @@ Tensor Attention::forward(const Tensor& x, Tensor* probs) {
     // the fused op reads the heads in place, so no permute, select or reshape copies are made.
     out = qkv_attention(qkv, num_heads_);
   }
-  return proj_drop_->forward(proj_->forward(out));
+  // Dropout zeroes and rescales elements, so it commutes with a per-channel scale.
+  return proj_drop_->forward(proj_->forward(out, {.out_scale = fusion.out_scale}));
 }
 
 double Attention::flop_count(const Shape& s) const {

@@ -27,6 +27,9 @@ class Attention : public Module {
   // *probs for a loss on them (the fused op never builds them, so the normal path stays
   // fused and this one is used only when such a loss is on).
   Tensor forward(const Tensor& x, Tensor* probs);
+  // The same with `fusion.input_norm` applied to x inside qkv and `fusion.out_scale` applied
+  // to proj's output (Linear::forward with a LinearFusion).
+  Tensor forward(const Tensor& x, Tensor* probs, const LinearFusion& fusion);
   Tensor operator()(const Tensor& x) { return forward(x); }
 
   // qkv and proj products plus 4*B*H*T*T*hd for the two attention products and the softmax.

@@ -26,14 +26,14 @@ Block::Block(int64_t dim, int64_t num_heads, double mlp_ratio, bool qkv_bias, No
   check(mlp_ratio > 0, "Block: mlp_ratio must be positive, got ", mlp_ratio);
   const int64_t hidden = static_cast<int64_t>(double(dim) * mlp_ratio);  // timm: int(dim*r)
   norm1_ = register_module("norm1", make_norm(norm, dim, rng));
-  attn_ = register_module("attn",
-                          std::make_shared<Attention>(dim, num_heads, qkv_bias, rng, dropout, drop_rng));
+  attn_ = register_module(
+      "attn", std::make_shared<Attention>(dim, num_heads, qkv_bias, rng, dropout, drop_rng));
   if (layerscale_init != 0)
     ls1_ = register_module("ls1", std::make_shared<LayerScale>(dim, layerscale_init));
   drop_path1_ = register_module("drop_path1", std::make_shared<DropPath>(drop_path, drop_rng));
   norm2_ = register_module("norm2", make_norm(norm, dim, rng));
-  mlp_ = register_module("mlp",
-                         std::make_shared<Mlp>(dim, hidden, use_grn, dropout, rng, drop_rng));
+  mlp_ =
+      register_module("mlp", std::make_shared<Mlp>(dim, hidden, use_grn, dropout, rng, drop_rng));
   if (layerscale_init != 0)
     ls2_ = register_module("ls2", std::make_shared<LayerScale>(dim, layerscale_init));
   drop_path2_ = register_module("drop_path2", std::make_shared<DropPath>(drop_path, drop_rng));
@@ -45,6 +45,10 @@ Tensor Block::forward(const Tensor& x) {
 
 namespace {
 
+Tensor ls_gamma(const std::shared_ptr<LayerScale>& ls) {
+  return ls ? ls->gamma() : Tensor();
+}
+
 void add_term(Tensor* extra, const Tensor& term, double weight) {
   *extra = extra->defined() ? add(*extra, mul(term, weight)) : mul(term, weight);
 }
@@ -55,14 +59,25 @@ Tensor Block::forward(const Tensor& x, const BlockAuxLoss& aux, Tensor* extra) {
   auto scope = enter();
   const bool hinge = extra && aux.feature_decay > 0, peak = extra && aux.attn_peak > 0;
   Tensor probs;
-  Tensor branch = attn_->forward(apply_norm(*norm1_, x), peak ? &probs : nullptr);
+  Tensor branch, h, y;
+  if (fused_) {
+    // The norms run inside qkv and fc1, LayerScale inside proj and fc2 (Linear::forward
+    // with a LinearFusion): the same values, with fewer activations kept for backward.
+    branch = attn_->forward(x, peak ? &probs : nullptr, {norm1_.get(), ls_gamma(ls1_)});
+  } else {
+    branch = attn_->forward(apply_norm(*norm1_, x), peak ? &probs : nullptr);
+    if (ls1_) branch = ls1_->forward(branch);
+  }
   if (peak) add_term(extra, attention_peak_loss(probs), aux.attn_peak);
-  if (ls1_) branch = ls1_->forward(branch);
-  Tensor h = add(x, drop_path1_->forward(branch));
+  h = add(x, drop_path1_->forward(branch));
   if (hinge) add_term(extra, feature_decay_loss(h, aux.feature_threshold), aux.feature_decay);
-  branch = mlp_->forward(apply_norm(*norm2_, h));
-  if (ls2_) branch = ls2_->forward(branch);
-  Tensor y = add(h, drop_path2_->forward(branch));
+  if (fused_) {
+    branch = mlp_->forward(h, {norm2_.get(), ls_gamma(ls2_)});
+  } else {
+    branch = mlp_->forward(apply_norm(*norm2_, h));
+    if (ls2_) branch = ls2_->forward(branch);
+  }
+  y = add(h, drop_path2_->forward(branch));
   if (hinge) add_term(extra, feature_decay_loss(y, aux.feature_threshold), aux.feature_decay);
   return y;
 }

@@ -51,6 +51,11 @@ class Block : public Module {
   // Inserts ls1 and ls2 (gamma = init_value) into a block built without them.
   void add_layerscale(double init_value);
   bool has_layerscale() const { return ls1_ != nullptr; }
+  // On (the default): the norms and LayerScale run inside the neighbouring linears (see
+  // forward). Off: every module runs on its own, as the reference writes the block; the
+  // tests compare the two.
+  void set_fused(bool on) { fused_ = on; }
+  bool fused() const { return fused_; }
   Attention& attn() { return *attn_; }
   Mlp& mlp() { return *mlp_; }
   LayerScale* ls1() { return ls1_.get(); }
@@ -59,6 +64,7 @@ class Block : public Module {
 
  private:
   int64_t dim_;
+  bool fused_ = true;
   std::shared_ptr<Module> norm1_, norm2_;
   std::shared_ptr<Attention> attn_;
   std::shared_ptr<Mlp> mlp_;

@@ -26,9 +26,8 @@ class LayerNorm : public Module {
   int64_t dim() const { return dim_; }
   double eps() const { return eps_; }
 
- private:
   std::string describe() const;  // "LayerNorm(dim=64)"
-
+ private:
   int64_t dim_;
   double eps_;
   Tensor weight_, bias_;

@@ -28,9 +28,8 @@ class LearnableScaler : public Module {
   const Tensor& b() const { return b_; }
   int64_t num_channels() const { return num_channels_; }
 
- private:
   std::string describe() const;  // "LearnableScaler(num_channels=64)"
-
+ private:
   int64_t num_channels_;
   Tensor a_, b_;
 };

@@ -9,6 +9,14 @@
 
 namespace vg::nn {
 
+// What a Linear can fold into its product (engine/ops.h, "linear fused with its
+// neighbours"): the norm that makes its input (a LayerNorm or LearnableScaler, run again in
+// backward instead of its output being kept) and a per-channel scale of its output (LayerScale).
+struct LinearFusion {
+  Module* input_norm = nullptr;  // null: the input is used as it is
+  Tensor out_scale;              // undefined: no scale
+};
+
 class Linear : public Module {
  public:
   // weight (out, in) ~ trunc_normal(std .02, a=-2, b=2); bias (out) zeros, no weight decay.
@@ -17,6 +25,9 @@ class Linear : public Module {
   // x (..., in_features) -> (..., out_features).
   Tensor forward(const Tensor& x);
   Tensor operator()(const Tensor& x) { return forward(x); }
+  // out_scale * linear(input_norm(x)), equal to the modules one by one (same forward bits).
+  // A norm and a scale together are not supported (no ViT linear has both).
+  Tensor forward(const Tensor& x, const LinearFusion& fusion);
 
   // 2 * rows * in * out, plus rows * out for the bias.
   double flop_count(const Shape& input_shape) const override;

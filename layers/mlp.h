@@ -25,6 +25,9 @@ class Mlp : public Module {
   // the engine's gelu_linear (same bits, one hidden-size activation less kept for backward).
   Tensor forward(const Tensor& x);
   Tensor operator()(const Tensor& x) { return forward(x); }
+  // The same with `fusion.input_norm` applied to x inside fc1 and `fusion.out_scale` to the
+  // output. With GRN and drop1 inactive, act, GRN and fc2 run as one gelu_grn_linear.
+  Tensor forward(const Tensor& x, const LinearFusion& fusion);
 
   double flop_count(const Shape& input_shape) const override;
   Shape output_shape(const Shape& input_shape) const override { return input_shape; }

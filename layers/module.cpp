@@ -123,8 +123,8 @@ void Module::load_state_dict(const StateDict& state, bool strict) {
     }
     const Tensor& v = it->second;
     check(v.defined() && v.shape() == p.tensor.shape(), type_name_, ".load_state_dict: entry '",
-          p.name, "' has shape ", v.defined() ? shape_str(v.shape()) : "undefined",
-          ", expected ", shape_str(p.tensor.shape()));
+          p.name, "' has shape ", v.defined() ? shape_str(v.shape()) : "undefined", ", expected ",
+          shape_str(p.tensor.shape()));
   }
   if (strict) {
     for (const auto& [name, v] : state) {
@@ -136,9 +136,11 @@ void Module::load_state_dict(const StateDict& state, bool strict) {
   for (const Parameter& p : params) {
     auto it = state.find(p.name);
     if (it == state.end()) continue;
-    Tensor value = it->second.dtype() == p.tensor.dtype() ? it->second
-                                                          : it->second.detach().to(p.tensor.dtype());
-    std::memcpy(p.tensor.raw_data(), value.raw_data(), p.tensor.numel() * dtype_size(p.tensor.dtype()));
+    Tensor value = it->second.dtype() == p.tensor.dtype()
+                       ? it->second
+                       : it->second.detach().to(p.tensor.dtype());
+    std::memcpy(p.tensor.raw_data(), value.raw_data(),
+                p.tensor.numel() * dtype_size(p.tensor.dtype()));
   }
 }
 

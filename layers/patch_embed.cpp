@@ -20,8 +20,8 @@ PatchProjection::PatchProjection(int64_t in_chans, int64_t embed_dim, int64_t p,
   bias_ = register_parameter("bias", uniform({embed_dim}, bound, rng), {.no_weight_decay = true});
 }
 
-PatchEmbed::PatchEmbed(int64_t img_size, int64_t patch_size, int64_t in_chans,
-                       int64_t embed_dim, Rng& rng)
+PatchEmbed::PatchEmbed(int64_t img_size, int64_t patch_size, int64_t in_chans, int64_t embed_dim,
+                       Rng& rng)
     : Module("PatchEmbed"),
       img_size_(img_size),
       patch_size_(patch_size),

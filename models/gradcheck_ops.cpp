@@ -129,6 +129,27 @@ std::vector<GradcheckCase> op_gradcheck_cases() {
                  [](const V& in) { return gelu_linear(in[0], in[1], in[2], GeluApprox::tanh); }));
   c.push_back(op("gelu_linear:no_bias", {{{2, 3, 4}}, {{5, 4}}},
                  [](const V& in) { return gelu_linear(in[0], in[1]); }));
+  c.push_back(op("gelu_linear:out_scale", {{{2, 3, 4}}, {{5, 4}}, {{5}}, {{5}}}, [](const V& in) {
+    return gelu_linear(in[0], in[1], in[2], GeluApprox::none, in[3]);
+  }));
+  c.push_back(op("scaled_linear", {{{2, 3, 4}}, {{5, 4}}, {{5}}, {{5}}},
+                 [](const V& in) { return scaled_linear(in[0], in[1], in[2], in[3]); }));
+  c.push_back(op("scaled_linear:no_bias", {{{2, 3, 4}}, {{5, 4}}, {{5}}},
+                 [](const V& in) { return scaled_linear(in[0], in[1], Tensor(), in[2]); }));
+  c.push_back(
+      op("layer_norm_linear", {{{2, 3, 6}}, {{6}}, {{6}}, {{5, 6}}, {{5}}},
+         [](const V& in) { return layer_norm_linear(in[0], in[1], in[2], 1e-6, in[3], in[4]); }));
+  c.push_back(op("layer_norm_linear:no_affine", {{{2, 3, 6}}, {{5, 6}}}, [](const V& in) {
+    return layer_norm_linear(in[0], Tensor(), Tensor(), 1e-6, in[1]);
+  }));
+  c.push_back(op("affine_linear", {{{2, 3, 4}}, {{4}}, {{4}}, {{5, 4}}, {{5}}},
+                 [](const V& in) { return affine_linear(in[0], in[1], in[2], in[3], in[4]); }));
+  c.push_back(op("affine_linear:no_shift", {{{2, 3, 4}}, {{4}}, {{5, 4}}},
+                 [](const V& in) { return affine_linear(in[0], in[1], Tensor(), in[2]); }));
+  c.push_back(
+      op("gelu_grn_linear", {{{2, 5, 4}}, {{4}}, {{4}}, {{3, 4}}, {{3}}, {{3}}}, [](const V& in) {
+        return gelu_grn_linear(in[0], in[1], in[2], 1e-6, in[3], in[4], GeluApprox::none, in[5]);
+      }));
   // fused neural-network ops
   c.push_back(op("softmax", {{{2, 3, 5}}}, [](const V& in) { return softmax(in[0]); }));
   c.push_back(op("log_softmax", {{{2, 3, 5}}}, [](const V& in) { return log_softmax(in[0]); }));
@@ -154,8 +175,8 @@ std::vector<GradcheckCase> op_gradcheck_cases() {
   }));
   c.push_back(op("scaled_dot_product_attention", {{{2, 2, 5, 4}}, {{2, 2, 5, 4}}, {{2, 2, 5, 4}}},
                  [](const V& in) { return scaled_dot_product_attention(in[0], in[1], in[2]); }));
-  c.push_back(op("qkv_attention", {{{2, 5, 3 * 6}}},
-                 [](const V& in) { return qkv_attention(in[0], 2); }));
+  c.push_back(
+      op("qkv_attention", {{{2, 5, 3 * 6}}}, [](const V& in) { return qkv_attention(in[0], 2); }));
   c.push_back(op("channel_affine", {{{2, 3, 4}}, {{4}}, {{4}}},
                  [](const V& in) { return channel_affine(in[0], in[1], in[2]); }));
   c.push_back(op("channel_affine:no_shift", {{{2, 3, 4}}, {{4}}},

@@ -1,6 +1,6 @@
 // Matrix products on OpenBLAS sgemm/dgemm: matmul (batched, broadcast, transposed operands
-// read in place), linear (x W^T + b, PyTorch's weight layout) and gelu_linear (linear on
-// GELU's output, recomputed in backward instead of kept).
+// read in place) and linear (x W^T + b, PyTorch's weight layout). The fused forms of linear
+// are in ops/fused_linear.cpp.
 //
 // Both backward passes are themselves matmul calls with trans flags, so no transposed copy
 // is ever made, and each product costs exactly one gemm per batch element.
@@ -16,7 +16,7 @@
 #include "engine/autograd.h"
 #include "engine/blas.h"
 #include "engine/ops.h"
-#include "engine/ops/gelu_math.h"
+#include "engine/ops/linear_parts.h"
 #include "engine/parallel.h"
 
 namespace vg {
@@ -171,14 +171,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
   });
 }
 
-namespace {
-
-// The sizes of linear(x, weight, bias) once its operands are checked; messages name the op
-// and its input as the caller does ("gelu_linear", "h").
-struct LinearPlan {
-  int64_t rows = 0, in_features = 0, out_features = 0;
-  Shape out_shape;
-};
+namespace detail {
 
 LinearPlan plan_linear(const char* op, const char* input, const Tensor& x, const Tensor& weight,
                        const Tensor& bias) {
@@ -239,7 +232,7 @@ std::vector<Tensor> linear_inputs(const Tensor& x, const Tensor& weight, const T
   return bias.defined() ? std::vector<Tensor>{x, weight, bias} : std::vector<Tensor>{x, weight};
 }
 
-}  // namespace
+}  // namespace detail
 
 // y = x W^T + b over the rows of x folded to (rows, in). Saved for backward: x (for dW) and
 // W (for dx), only where the other needs a gradient; the bias needs nothing.
@@ -247,9 +240,9 @@ std::vector<Tensor> linear_inputs(const Tensor& x, const Tensor& weight, const T
 //   dW = dy^T x      one gemm over all rows, (out, in)
 //   db = sum_rows dy deterministic, accumulated in double
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
-  const LinearPlan p = plan_linear("linear", "x", x, weight, bias);
-  Tensor out = linear_values(x, weight, bias, p);
-  const std::vector<Tensor> inputs = linear_inputs(x, weight, bias);
+  const detail::LinearPlan p = detail::plan_linear("linear", "x", x, weight, bias);
+  Tensor out = detail::linear_values(x, weight, bias, p);
+  const std::vector<Tensor> inputs = detail::linear_inputs(x, weight, bias);
   if (!any_requires_grad(inputs)) return record("linear", out, inputs, nullptr);
   const bool has_bias = bias.defined();
   const bool need_x = needs_grad(x), need_w = needs_grad(weight), need_b = needs_grad(bias);
@@ -262,47 +255,6 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     if (need_x) grads[0] = matmul(g2, ws).reshape(x_shape);
     if (need_w) grads[1] = matmul(g2, xs.reshape({rows, in_features}), true, false);
     if (need_b) grads[2] = sum(g2, {0});
-    return grads;
-  });
-}
-
-// y = linear(gelu(h), W, b) without keeping a = gelu(h): a is 4C per token in a ViT MLP,
-// the largest tensor that linear would save, and it is cheap to recompute from h. Saved for
-// backward: h and W. a is made by the gelu op itself (forward and backward alike), so y
-// and every gradient have the bits of the op-by-op graph.
-//   dW = dy^T a      a recomputed into a temporary, freed before da is made
-//   db = sum_rows dy
-//   dh = (dy W) * gelu'(h), the product scaled in place
-Tensor gelu_linear(const Tensor& h, const Tensor& weight, const Tensor& bias, GeluApprox approx) {
-  const LinearPlan p = plan_linear("gelu_linear", "h", h, weight, bias);
-  Tensor out = linear_values(gelu(h.detach(), approx), weight, bias, p);
-  const std::vector<Tensor> inputs = linear_inputs(h, weight, bias);
-  if (!any_requires_grad(inputs)) return record("gelu_linear", out, inputs, nullptr);
-  const bool has_bias = bias.defined();
-  const bool need_h = needs_grad(h), need_w = needs_grad(weight), need_b = needs_grad(bias);
-  const Tensor hs = need_h || need_w ? h.detach() : Tensor(),
-               ws = need_h ? weight.detach() : Tensor();
-  const int64_t rows = p.rows, in_features = p.in_features, out_features = p.out_features;
-  return record("gelu_linear", out, inputs, [=](const Tensor& g) {
-    const Tensor g2 = g.reshape({rows, out_features});
-    std::vector<Tensor> grads(has_bias ? 3 : 2);
-    if (need_w) grads[1] = matmul(g2, gelu(hs, approx).reshape({rows, in_features}), true, false);
-    if (need_b) grads[2] = sum(g2, {0});
-    if (need_h) {
-      Tensor dh = matmul(g2, ws);  // da, then scaled by gelu'(h) where it lies
-      dispatch(dh.dtype(), [&](auto z) {
-        using T = decltype(z);
-        const T* ph = hs.data<T>();
-        T* pd = dh.data<T>();
-        parallel_for(dh.numel(), 1 << 14, [&](int64_t i0, int64_t i1) {
-          if (approx == GeluApprox::none)
-            for (int64_t i = i0; i < i1; ++i) pd[i] = pd[i] * gelu_math::erf_derivative(ph[i]);
-          else
-            for (int64_t i = i0; i < i1; ++i) pd[i] = pd[i] * gelu_math::tanh_derivative(ph[i]);
-        });
-      });
-      grads[0] = dh.reshape(hs.shape());
-    }
     return grads;
   });
 }

@@ -8,6 +8,7 @@
 
 #include "engine/autograd.h"
 #include "engine/ops.h"
+#include "engine/ops/norm_parts.h"
 #include "engine/ops/row_sum.h"
 #include "engine/ops/vec_math.h"
 #include "engine/parallel.h"
@@ -252,38 +253,57 @@ Tensor log_softmax(const Tensor& a) {
   return softmax_op("log_softmax", a, true);
 }
 
-Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
+namespace detail {
+
+Tensor layer_norm_values(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
+                         std::vector<double>& stats) {
   const Rows r = rows_of("layer_norm", x);
   check_layer_norm_param(weight, "weight", x, r.C);
   check_layer_norm_param(bias, "bias", x, r.C);
   check(eps >= 0 && std::isfinite(eps), "layer_norm: eps must be finite and >= 0, got ", eps);
   check(r.C > 0, "layer_norm: last axis is empty (input shape ", shape_str(x.shape()), ")");
   Tensor y = Tensor::empty(x.shape(), x.dtype());
-  // Saved for backward: only (mean, rstd) per row, in double, besides x and the weight;
-  // x-hat is recomputed, which costs less than storing a second activation.
-  auto stats = std::make_shared<std::vector<double>>(2 * r.rows);
+  stats.resize(2 * r.rows);
   dispatch(x.dtype(), [&](auto z) {
     using T = decltype(z);
     layer_norm_forward(x.data<T>(), weight.defined() ? weight.data<T>() : nullptr,
-                       bias.defined() ? bias.data<T>() : nullptr, eps, y.data<T>(), stats->data(),
+                       bias.defined() ? bias.data<T>() : nullptr, eps, y.data<T>(), stats.data(),
                        r);
   });
   // mean 1, centred squares 3, normalise 2, then 1 each for the weight and the bias
   add_flops(double(x.numel()) * (6 + weight.defined() + bias.defined()));
+  return y;
+}
+
+std::vector<Tensor> layer_norm_grads(const Tensor& x, const Tensor& weight,
+                                     const std::vector<double>& stats, const Tensor& g, bool need_x,
+                                     bool need_weight, bool need_bias) {
+  const Rows r = rows_of("layer_norm", x);
+  Tensor dx = need_x ? Tensor::empty(x.shape(), g.dtype()) : Tensor();
+  Tensor dw = need_weight ? Tensor::empty({r.C}, g.dtype()) : Tensor();
+  Tensor db = need_bias ? Tensor::empty({r.C}, g.dtype()) : Tensor();
+  dispatch(g.dtype(), [&](auto z) {
+    using T = decltype(z);
+    layer_norm_backward(x.data<T>(), weight.defined() ? weight.data<T>() : nullptr, stats.data(),
+                        g.data<T>(), need_x ? dx.data<T>() : nullptr,
+                        need_weight ? dw.data<T>() : nullptr, need_bias ? db.data<T>() : nullptr,
+                        r);
+  });
+  return {dx, dw, db};
+}
+
+}  // namespace detail
+
+// Saved for backward: only (mean, rstd) per row, in double, besides x and the weight; x-hat
+// is recomputed, which costs less than storing a second activation.
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
+  auto stats = std::make_shared<std::vector<double>>();
+  Tensor y = detail::layer_norm_values(x, weight, bias, eps, *stats);
   if (!any_requires_grad({x, weight, bias})) return record("layer_norm", y, {x}, nullptr);
   const bool need_x = needs_grad(x), need_w = needs_grad(weight), need_b = needs_grad(bias);
   Tensor xs = x.detach(), ws = weight.defined() ? weight.detach() : Tensor();
   return record("layer_norm", y, {x, weight, bias}, [=](const Tensor& g) {
-    Tensor dx = need_x ? Tensor::empty(xs.shape(), g.dtype()) : Tensor();
-    Tensor dw = need_w ? Tensor::empty({r.C}, g.dtype()) : Tensor();
-    Tensor db = need_b ? Tensor::empty({r.C}, g.dtype()) : Tensor();
-    dispatch(g.dtype(), [&](auto z) {
-      using T = decltype(z);
-      layer_norm_backward(xs.data<T>(), ws.defined() ? ws.data<T>() : nullptr, stats->data(),
-                          g.data<T>(), need_x ? dx.data<T>() : nullptr,
-                          need_w ? dw.data<T>() : nullptr, need_b ? db.data<T>() : nullptr, r);
-    });
-    return std::vector<Tensor>{dx, dw, db};
+    return detail::layer_norm_grads(xs, ws, *stats, g, need_x, need_w, need_b);
   });
 }
 

@@ -9,6 +9,7 @@
 
 #include "engine/autograd.h"
 #include "engine/ops.h"
+#include "engine/ops/norm_parts.h"
 #include "engine/parallel.h"
 
 namespace vg {
@@ -47,7 +48,9 @@ int64_t grain_for(int64_t elements_per_item) {
 // --- channel_affine: y = x * scale + shift over the last axis -----------------------------
 // Saved for backward: x (only when scale needs a gradient: dscale = sum dy * x) and scale
 // (dx = dy * scale). dshift = sum dy needs nothing.
-Tensor channel_affine(const Tensor& x, const Tensor& scale, const Tensor& shift) {
+namespace detail {
+
+Tensor channel_affine_values(const Tensor& x, const Tensor& scale, const Tensor& shift) {
   check(x.defined() && scale.defined(), "channel_affine: undefined input or scale");
   check(x.dim() >= 1, "channel_affine: input must have a channel axis, got shape ",
         shape_str(x.shape()));
@@ -74,56 +77,69 @@ Tensor channel_affine(const Tensor& x, const Tensor& scale, const Tensor& shift)
     });
   });
   add_flops(double(x.numel()) * (has_shift ? 2 : 1));
+  return out;
+}
+
+// xs is read only when need_scale.
+std::vector<Tensor> channel_affine_grads(const Tensor& xs, const Tensor& ss, const Tensor& g,
+                                         bool need_x, bool need_scale, bool need_shift) {
+  const int64_t C = g.size(-1), rows = C > 0 ? g.numel() / C : 0;
+  Tensor gx = need_x ? Tensor::empty(g.shape(), g.dtype()) : Tensor();
+  Tensor gscale = need_scale ? Tensor::empty({C}, g.dtype()) : Tensor();
+  Tensor gshift = need_shift ? Tensor::empty({C}, g.dtype()) : Tensor();
+  const int64_t block = row_block(rows), blocks = (rows + block - 1) / block;
+  // Per row block, double partial sums of dy * x and dy for every channel.
+  std::vector<double> part_scale(need_scale ? blocks * C : 0);
+  std::vector<double> part_shift(need_shift ? blocks * C : 0);
+  dispatch(g.dtype(), [&](auto z) {
+    using T = decltype(z);
+    const T *pg = g.data<T>(), *ps = ss.data<T>();
+    const T* px = need_scale ? xs.data<T>() : nullptr;
+    T* pgx = need_x ? gx.data<T>() : nullptr;
+    parallel_for(blocks, grain_for(block * C), [&](int64_t b0, int64_t b1) {
+      for (int64_t b = b0; b < b1; ++b) {
+        double* acc_s = need_scale ? part_scale.data() + b * C : nullptr;
+        double* acc_b = need_shift ? part_shift.data() + b * C : nullptr;
+        for (int64_t r = b * block, r1 = std::min(rows, (b + 1) * block); r < r1; ++r) {
+          const T* gr = pg + r * C;
+          if (pgx)
+            for (int64_t c = 0; c < C; ++c) pgx[r * C + c] = gr[c] * ps[c];
+          if (acc_s) {
+            const T* xr = px + r * C;
+            for (int64_t c = 0; c < C; ++c) acc_s[c] += double(gr[c]) * double(xr[c]);
+          }
+          if (acc_b)
+            for (int64_t c = 0; c < C; ++c) acc_b[c] += double(gr[c]);
+        }
+      }
+    });
+    // Combine the blocks in order, one channel per task.
+    auto combine = [&](const std::vector<double>& part, Tensor& dst) {
+      T* pd = dst.data<T>();
+      parallel_for(C, grain_for(blocks), [&](int64_t c0, int64_t c1) {
+        for (int64_t c = c0; c < c1; ++c) {
+          double s = 0;
+          for (int64_t b = 0; b < blocks; ++b) s += part[b * C + c];
+          pd[c] = static_cast<T>(s);
+        }
+      });
+    };
+    if (need_scale) combine(part_scale, gscale);
+    if (need_shift) combine(part_shift, gshift);
+  });
+  return std::vector<Tensor>{gx, gscale, gshift};
+}
+
+}  // namespace detail
+
+Tensor channel_affine(const Tensor& x, const Tensor& scale, const Tensor& shift) {
+  Tensor out = detail::channel_affine_values(x, scale, shift);
   if (!any_requires_grad({x, scale, shift}))
     return record("channel_affine", out, {x, scale, shift}, nullptr);
-
   const bool need_x = needs_grad(x), need_scale = needs_grad(scale), need_shift = needs_grad(shift);
   const Tensor xs = need_scale ? x.detach() : Tensor(), ss = scale.detach();
   return record("channel_affine", out, {x, scale, shift}, [=](const Tensor& g) {
-    Tensor gx = need_x ? Tensor::empty(g.shape(), g.dtype()) : Tensor();
-    Tensor gscale = need_scale ? Tensor::empty({C}, g.dtype()) : Tensor();
-    Tensor gshift = need_shift ? Tensor::empty({C}, g.dtype()) : Tensor();
-    const int64_t block = row_block(rows), blocks = (rows + block - 1) / block;
-    // Per row block, double partial sums of dy * x and dy for every channel.
-    std::vector<double> part_scale(need_scale ? blocks * C : 0);
-    std::vector<double> part_shift(need_shift ? blocks * C : 0);
-    dispatch(g.dtype(), [&](auto z) {
-      using T = decltype(z);
-      const T *pg = g.data<T>(), *ps = ss.data<T>();
-      const T* px = need_scale ? xs.data<T>() : nullptr;
-      T* pgx = need_x ? gx.data<T>() : nullptr;
-      parallel_for(blocks, grain_for(block * C), [&](int64_t b0, int64_t b1) {
-        for (int64_t b = b0; b < b1; ++b) {
-          double* acc_s = need_scale ? part_scale.data() + b * C : nullptr;
-          double* acc_b = need_shift ? part_shift.data() + b * C : nullptr;
-          for (int64_t r = b * block, r1 = std::min(rows, (b + 1) * block); r < r1; ++r) {
-            const T* gr = pg + r * C;
-            if (pgx)
-              for (int64_t c = 0; c < C; ++c) pgx[r * C + c] = gr[c] * ps[c];
-            if (acc_s) {
-              const T* xr = px + r * C;
-              for (int64_t c = 0; c < C; ++c) acc_s[c] += double(gr[c]) * double(xr[c]);
-            }
-            if (acc_b)
-              for (int64_t c = 0; c < C; ++c) acc_b[c] += double(gr[c]);
-          }
-        }
-      });
-      // Combine the blocks in order, one channel per task.
-      auto combine = [&](const std::vector<double>& part, Tensor& dst) {
-        T* pd = dst.data<T>();
-        parallel_for(C, grain_for(blocks), [&](int64_t c0, int64_t c1) {
-          for (int64_t c = c0; c < c1; ++c) {
-            double s = 0;
-            for (int64_t b = 0; b < blocks; ++b) s += part[b * C + c];
-            pd[c] = static_cast<T>(s);
-          }
-        });
-      };
-      if (need_scale) combine(part_scale, gscale);
-      if (need_shift) combine(part_shift, gshift);
-    });
-    return std::vector<Tensor>{gx, gscale, gshift};
+    return detail::channel_affine_grads(xs, ss, g, need_x, need_scale, need_shift);
   });
 }
 
@@ -132,7 +148,10 @@ Tensor channel_affine(const Tensor& x, const Tensor& scale, const Tensor& shift)
 //   g = sqrt(sum_s x^2),  mu = mean_c g,  n = g / (mu + eps),  y = gamma*(x*n) + beta + x.
 // Saved for backward: x, gamma, and per (b, c) the norm g and n, per b the divisor mu + eps
 // (in double: B*C values, tiny next to x).
-Tensor global_response_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps) {
+namespace detail {
+
+Tensor grn_values(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps,
+                  std::vector<double>& stats) {
   check(x.defined() && gamma.defined() && beta.defined(),
         "global_response_norm: undefined input, gamma or beta");
   check(x.dim() >= 3,
@@ -145,13 +164,8 @@ Tensor global_response_norm(const Tensor& x, const Tensor& gamma, const Tensor& 
   const int64_t S = B * C > 0 ? x.numel() / (B * C) : 0;
   const int64_t cblocks = (C + kChannelBlock - 1) / kChannelBlock;
 
-  struct Stats {
-    std::vector<double> norm, n, divisor;  // (B, C), (B, C), (B)
-  };
-  auto st = std::make_shared<Stats>();
-  st->norm.assign(B * C, 0.0);
-  st->n.assign(B * C, 0.0);
-  st->divisor.assign(B, 0.0);
+  stats.assign(B * (2 * C + 1), 0.0);
+  double *norm = stats.data(), *n = norm + B * C, *divisor = n + B * C;
   Tensor out = Tensor::empty(x.shape(), x.dtype());
   dispatch(x.dtype(), [&](auto z) {
     using T = decltype(z);
@@ -163,7 +177,7 @@ Tensor global_response_norm(const Tensor& x, const Tensor& gamma, const Tensor& 
                    for (int64_t w = w0; w < w1; ++w) {
                      const int64_t b = w / cblocks, c0 = (w % cblocks) * kChannelBlock;
                      const int64_t c1 = std::min(C, c0 + kChannelBlock);
-                     double* acc = st->norm.data() + b * C;
+                     double* acc = norm + b * C;
                      for (int64_t s = 0; s < S; ++s) {
                        const T* xr = px + (b * S + s) * C;
                        for (int64_t c = c0; c < c1; ++c) acc[c] += double(xr[c]) * double(xr[c]);
@@ -173,14 +187,14 @@ Tensor global_response_norm(const Tensor& x, const Tensor& gamma, const Tensor& 
                  });
     for (int64_t b = 0; b < B; ++b) {
       double mu = 0;
-      for (int64_t c = 0; c < C; ++c) mu += st->norm[b * C + c];
-      st->divisor[b] = mu / double(C) + eps;
-      for (int64_t c = 0; c < C; ++c) st->n[b * C + c] = st->norm[b * C + c] / st->divisor[b];
+      for (int64_t c = 0; c < C; ++c) mu += norm[b * C + c];
+      divisor[b] = mu / double(C) + eps;
+      for (int64_t c = 0; c < C; ++c) n[b * C + c] = norm[b * C + c] / divisor[b];
     }
     // The output in the order of the reference: x + (beta + gamma * (x * n)).
     parallel_for(B * S, grain_for(C), [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
-        const double* nb = st->n.data() + (r / S) * C;
+        const double* nb = n + (r / S) * C;
         const T* xr = px + r * C;
         T* yr = py + r * C;
         for (int64_t c = 0; c < C; ++c)
@@ -189,74 +203,90 @@ Tensor global_response_norm(const Tensor& x, const Tensor& gamma, const Tensor& 
     });
   });
   add_flops(6.0 * double(x.numel()));
+  return out;
+}
+
+std::vector<Tensor> grn_grads(const Tensor& xs, const Tensor& gs, const std::vector<double>& stats,
+                              const Tensor& G, bool need_x, bool need_gamma, bool need_beta) {
+  const int64_t B = xs.size(0), C = xs.size(-1);
+  const int64_t S = B * C > 0 ? xs.numel() / (B * C) : 0;
+  const int64_t cblocks = (C + kChannelBlock - 1) / kChannelBlock;
+  const double *norm = stats.data(), *n = norm + B * C, *divisor = n + B * C;
+  // Per (b, c): P = sum_s G*x (so dL/dn_c = gamma_c * P) and Q = sum_s G.
+  std::vector<double> P(B * C, 0.0), Q(B * C, 0.0);
+  Tensor gx = need_x ? Tensor::empty(G.shape(), G.dtype()) : Tensor();
+  Tensor ggamma = need_gamma ? Tensor::empty({C}, G.dtype()) : Tensor();
+  Tensor gbeta = need_beta ? Tensor::empty({C}, G.dtype()) : Tensor();
+  dispatch(G.dtype(), [&](auto z) {
+    using T = decltype(z);
+    const T *pG = G.data<T>(), *px = xs.data<T>(), *pgam = gs.data<T>();
+    parallel_for(B * cblocks, grain_for(S * std::min(C, kChannelBlock)),
+                 [&](int64_t w0, int64_t w1) {
+                   for (int64_t w = w0; w < w1; ++w) {
+                     const int64_t b = w / cblocks, c0 = (w % cblocks) * kChannelBlock;
+                     const int64_t c1 = std::min(C, c0 + kChannelBlock);
+                     for (int64_t s = 0; s < S; ++s) {
+                       const T *gr = pG + (b * S + s) * C, *xr = px + (b * S + s) * C;
+                       for (int64_t c = c0; c < c1; ++c) {
+                         P[b * C + c] += double(gr[c]) * double(xr[c]);
+                         Q[b * C + c] += double(gr[c]);
+                       }
+                     }
+                   }
+                 });
+    // d beta_c = sum_{b,s} G;  d gamma_c = sum_{b,s} G*x*n_c = sum_b n_bc P_bc.
+    for (int64_t c = 0; c < C; ++c) {
+      double db = 0, dg = 0;
+      for (int64_t b = 0; b < B; ++b) {
+        db += Q[b * C + c];
+        dg += n[b * C + c] * P[b * C + c];
+      }
+      if (need_beta) gbeta.data<T>()[c] = static_cast<T>(db);
+      if (need_gamma) ggamma.data<T>()[c] = static_cast<T>(dg);
+    }
+    if (!need_x) return;
+    // dx_sc = G_sc (1 + gamma_c n_c) + x_sc * (dL/dg_c / g_c), with
+    // dL/dg_k = (a_k - mean_c(a_c n_c)) / (mu + eps), a_c = gamma_c P_c, and the x/g
+    // factor taken as 0 where g_c == 0 (PyTorch's masked norm backward).
+    std::vector<double> direct(B * C), through_norm(B * C);
+    for (int64_t b = 0; b < B; ++b) {
+      const double* nb = n + b * C;
+      double an = 0;
+      for (int64_t c = 0; c < C; ++c) an += double(pgam[c]) * P[b * C + c] * nb[c];
+      an /= double(C);
+      for (int64_t c = 0; c < C; ++c) {
+        const double dL_dg = (double(pgam[c]) * P[b * C + c] - an) / divisor[b];
+        const double g = norm[b * C + c];
+        direct[b * C + c] = 1.0 + double(pgam[c]) * nb[c];
+        through_norm[b * C + c] = g > 0 ? dL_dg / g : 0.0;
+      }
+    }
+    T* pgx = gx.data<T>();
+    parallel_for(B * S, grain_for(C), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t b = r / S;
+        const double *k1 = direct.data() + b * C, *k2 = through_norm.data() + b * C;
+        const T *gr = pG + r * C, *xr = px + r * C;
+        T* dr = pgx + r * C;
+        for (int64_t c = 0; c < C; ++c)
+          dr[c] = static_cast<T>(double(gr[c]) * k1[c] + double(xr[c]) * k2[c]);
+      }
+    });
+  });
+  return std::vector<Tensor>{gx, ggamma, gbeta};
+}
+
+}  // namespace detail
+
+Tensor global_response_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps) {
+  auto stats = std::make_shared<std::vector<double>>();
+  Tensor out = detail::grn_values(x, gamma, beta, eps, *stats);
   if (!any_requires_grad({x, gamma, beta}))
     return record("global_response_norm", out, {x, gamma, beta}, nullptr);
-
   const bool need_x = needs_grad(x), need_gamma = needs_grad(gamma), need_beta = needs_grad(beta);
   const Tensor xs = x.detach(), gs = gamma.detach();
   return record("global_response_norm", out, {x, gamma, beta}, [=](const Tensor& G) {
-    // Per (b, c): P = sum_s G*x (so dL/dn_c = gamma_c * P) and Q = sum_s G.
-    std::vector<double> P(B * C, 0.0), Q(B * C, 0.0);
-    Tensor gx = need_x ? Tensor::empty(G.shape(), G.dtype()) : Tensor();
-    Tensor ggamma = need_gamma ? Tensor::empty({C}, G.dtype()) : Tensor();
-    Tensor gbeta = need_beta ? Tensor::empty({C}, G.dtype()) : Tensor();
-    dispatch(G.dtype(), [&](auto z) {
-      using T = decltype(z);
-      const T *pG = G.data<T>(), *px = xs.data<T>(), *pgam = gs.data<T>();
-      parallel_for(B * cblocks, grain_for(S * std::min(C, kChannelBlock)),
-                   [&](int64_t w0, int64_t w1) {
-                     for (int64_t w = w0; w < w1; ++w) {
-                       const int64_t b = w / cblocks, c0 = (w % cblocks) * kChannelBlock;
-                       const int64_t c1 = std::min(C, c0 + kChannelBlock);
-                       for (int64_t s = 0; s < S; ++s) {
-                         const T *gr = pG + (b * S + s) * C, *xr = px + (b * S + s) * C;
-                         for (int64_t c = c0; c < c1; ++c) {
-                           P[b * C + c] += double(gr[c]) * double(xr[c]);
-                           Q[b * C + c] += double(gr[c]);
-                         }
-                       }
-                     }
-                   });
-      // d beta_c = sum_{b,s} G;  d gamma_c = sum_{b,s} G*x*n_c = sum_b n_bc P_bc.
-      for (int64_t c = 0; c < C; ++c) {
-        double db = 0, dg = 0;
-        for (int64_t b = 0; b < B; ++b) {
-          db += Q[b * C + c];
-          dg += st->n[b * C + c] * P[b * C + c];
-        }
-        if (need_beta) gbeta.data<T>()[c] = static_cast<T>(db);
-        if (need_gamma) ggamma.data<T>()[c] = static_cast<T>(dg);
-      }
-      if (!need_x) return;
-      // dx_sc = G_sc (1 + gamma_c n_c) + x_sc * (dL/dg_c / g_c), with
-      // dL/dg_k = (a_k - mean_c(a_c n_c)) / (mu + eps), a_c = gamma_c P_c, and the x/g
-      // factor taken as 0 where g_c == 0 (PyTorch's masked norm backward).
-      std::vector<double> direct(B * C), through_norm(B * C);
-      for (int64_t b = 0; b < B; ++b) {
-        const double* nb = st->n.data() + b * C;
-        double an = 0;
-        for (int64_t c = 0; c < C; ++c) an += double(pgam[c]) * P[b * C + c] * nb[c];
-        an /= double(C);
-        for (int64_t c = 0; c < C; ++c) {
-          const double dL_dg = (double(pgam[c]) * P[b * C + c] - an) / st->divisor[b];
-          const double g = st->norm[b * C + c];
-          direct[b * C + c] = 1.0 + double(pgam[c]) * nb[c];
-          through_norm[b * C + c] = g > 0 ? dL_dg / g : 0.0;
-        }
-      }
-      T* pgx = gx.data<T>();
-      parallel_for(B * S, grain_for(C), [&](int64_t r0, int64_t r1) {
-        for (int64_t r = r0; r < r1; ++r) {
-          const int64_t b = r / S;
-          const double *k1 = direct.data() + b * C, *k2 = through_norm.data() + b * C;
-          const T *gr = pG + r * C, *xr = px + r * C;
-          T* dr = pgx + r * C;
-          for (int64_t c = 0; c < C; ++c)
-            dr[c] = static_cast<T>(double(gr[c]) * k1[c] + double(xr[c]) * k2[c]);
-        }
-      });
-    });
-    return std::vector<Tensor>{gx, ggamma, gbeta};
+    return detail::grn_grads(xs, gs, *stats, G, need_x, need_gamma, need_beta);
   });
 }
 

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "engine/autograd.h"
+#include "engine/storage.h"
 #include "layers/layer_norm.h"
 #include "layers/learnable_scaler.h"
 #include "tests/layers/module_gradcheck.h"
@@ -290,4 +291,60 @@ TEST_CASE("Block auxiliary losses: float64 gradient check over the input and eve
     block.forward(in, nn::BlockAuxLoss{0.5, 1.5, 0.25}, &extra);
     return extra;
   });
+}
+
+TEST_CASE(
+    "Block fused (norms inside qkv/fc1, LayerScale inside proj/fc2) equals the modules one by "
+    "one") {
+  // float32 at a ViT-like size: same output bits; gradients the same bits without LayerScale
+  // and equal up to float32 rounding with it (its gradient is formed from dW's product).
+  for (NormKind norm : {NormKind::layernorm, NormKind::learnable_scaler}) {
+    for (double ls : {0.0, 0.1}) {
+      for (bool grn : {false, true}) {
+        const std::string what =
+            cat_str(norm == NormKind::layernorm ? "layernorm" : "learnable_scaler", ", ls ", ls,
+                    ", grn ", grn);
+        INFO(what);
+        Rng rng(5);
+        Block block(48, 3, 4.0, true, norm, ls, grn, 0.0, 0.0, rng, nullptr);
+        for (const auto& p : block.named_parameters()) {  // every parameter away from its init
+          Tensor t = p.tensor;
+          const Tensor noise = randn(t.shape(), rng) * 0.3;
+          for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] += noise.data<float>()[i];
+        }
+        Rng data(7);
+        const Tensor x0 = randn({3, 17, 48}, data), dy = randn({3, 17, 48}, data);
+        std::vector<Tensor> results[2];
+        int64_t held[2] = {0, 0};  // bytes the graph keeps between forward and backward
+        for (bool fused : {true, false}) {
+          block.set_fused(fused);
+          block.zero_grad();
+          Tensor x = x0.detach().clone().set_requires_grad();
+          const int64_t before = memory_stats().bytes_in_use;
+          Tensor y = block(x);
+          held[fused ? 0 : 1] = memory_stats().bytes_in_use - before;
+          y.backward(dy);
+          std::vector<Tensor>& r = results[fused ? 0 : 1];
+          r = {y.detach(), x.grad()};
+          for (const auto& p : block.named_parameters()) r.push_back(p.tensor.grad());
+        }
+        CHECK(max_abs_diff(results[0][0], results[1][0]) == 0);
+        // Fused, neither norm's output is kept (one token's worth each), nor, with LayerScale,
+        // the two products it scales. (The MLP's own fusions run either way: mlp_test.cpp.)
+        const int64_t token = 48 * 4, tokens = 3 * 17;
+        const int64_t saved = tokens * token * (2 + (ls != 0 ? 2 : 0));
+        INFO("held fused ", held[0], ", one by one ", held[1]);
+        CHECK(held[1] - held[0] >= saved);
+        for (size_t i = 1; i < results[0].size(); ++i) {
+          const double scale = 1 + max_abs_diff(results[1][i], zeros_like(results[1][i]));
+          const double diff = max_abs_diff(results[0][i], results[1][i]);
+          INFO("result ", i, ": max |diff| ", diff, ", max |value| ", scale - 1);
+          if (ls == 0)
+            CHECK(diff == 0);
+          else
+            CHECK(diff / scale < 2e-5);
+        }
+      }
+    }
+  }
 }

@@ -78,28 +78,39 @@ TEST_CASE("Mlp with GRN: token 0 (the cls token) takes part in every token's nor
   CHECK(max_abs_diff(select(before, 1, 2), select(after, 1, 2)) > 1e-6);
 }
 
-TEST_CASE("Mlp without GRN or active dropout runs act and fc2 as one gelu_linear, same bits") {
-  Rng rng(11);
-  Mlp mlp(16, 64, false, 0.0, rng);
-  mlp.to(DType::f64);
-  randomize_parameters(mlp, 12);
-  mlp.to(DType::f32);  // the vectorised float GELU, as in training
-  GELU act;
-  const Tensor x0 = randn({3, 7, 16}, rng), dy = randn({3, 7, 16}, rng);
-  std::vector<std::vector<double>> runs;
-  for (bool chain : {false, true}) {
-    mlp.zero_grad();
-    Tensor x = x0.detach().clone().set_requires_grad();
-    Tensor y = chain ? mlp.fc2()(act(mlp.fc1()(x))) : mlp(x);
-    CHECK(std::string(y.grad_fn()->op) == (chain ? "linear" : "gelu_linear"));
-    y.backward(dy);
-    std::vector<double> all = y.to_vector();
-    for (const Tensor& t : {x.grad(), mlp.fc1().weight().grad(), mlp.fc1().bias().grad(),
-                            mlp.fc2().weight().grad(), mlp.fc2().bias().grad()})
-      for (double e : t.to_vector()) all.push_back(e);
-    runs.push_back(all);
+TEST_CASE("Mlp without active dropout runs act, [GRN,] fc2 as one fused op, same bits") {
+  for (bool use_grn : {false, true}) {
+    INFO("use_grn ", use_grn);
+    Rng rng(11);
+    Mlp mlp(16, 64, use_grn, 0.0, rng);
+    mlp.to(DType::f64);
+    randomize_parameters(mlp, 12);
+    mlp.to(DType::f32);  // the vectorised float GELU, as in training
+    GELU act;
+    const Tensor x0 = randn({3, 7, 16}, rng), dy = randn({3, 7, 16}, rng);
+    std::vector<std::vector<double>> runs;
+    for (bool chain : {false, true}) {
+      mlp.zero_grad();
+      Tensor x = x0.detach().clone().set_requires_grad();
+      Tensor y;
+      if (chain) {
+        Tensor a = act(mlp.fc1()(x));
+        y = mlp.fc2()(use_grn ? (*mlp.grn())(a) : a);
+      } else {
+        y = mlp(x);
+      }
+      const char* fused_op = use_grn ? "gelu_grn_linear" : "gelu_linear";
+      CHECK(std::string(y.grad_fn()->op) == (chain ? "linear" : fused_op));
+      y.backward(dy);
+      std::vector<double> all = y.to_vector();
+      std::vector<Tensor> grads{x.grad()};
+      for (const auto& p : mlp.named_parameters()) grads.push_back(p.tensor.grad());
+      for (const Tensor& t : grads)
+        for (double e : t.to_vector()) all.push_back(e);
+      runs.push_back(all);
+    }
+    CHECK(runs[0] == runs[1]);
   }
-  CHECK(runs[0] == runs[1]);
 }
 
 TEST_CASE("Mlp keeps GELU and fc2 apart where dropout acts between them") {

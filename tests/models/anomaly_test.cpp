@@ -52,7 +52,7 @@ TEST_CASE("a NaN weight in blocks.2 is reported in the forward pass of blocks.2"
       std::numeric_limits<float>::quiet_NaN();
   const std::string message = anomaly_of_one_step(model);
   INFO(message);
-  CHECK(message.find("anomaly: NaN in the forward of linear in blocks.2.mlp.fc1") !=
+  CHECK(message.find("anomaly: NaN in the forward of layer_norm_linear in blocks.2.mlp.fc1") !=
         std::string::npos);
 }
 

@@ -114,7 +114,7 @@ TEST_CASE("--detect-anomaly names the block of an overflow in the forward pass")
   // qkv's inputs are normalised, so 3e38 weights overflow its output at once.
   const std::string line = anomaly_line(dir, with_weights(dir, "blocks.1.attn.qkv.weight", 3e38));
   INFO(line);
-  CHECK(line.find("anomaly: Inf in the forward of linear in blocks.1.attn.qkv") !=
+  CHECK(line.find("anomaly: Inf in the forward of layer_norm_linear in blocks.1.attn.qkv") !=
         std::string::npos);
   CHECK(line.find("at step 1; no checkpoint was saved yet") != std::string::npos);
 }

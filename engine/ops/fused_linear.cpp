@@ -1,0 +1,275 @@
+// linear fused with its neighbours in a ViT block, to keep fewer activations for backward.
+//
+// Op by op, a linear keeps its input for dW, and the per-channel map that made that input
+// (LayerNorm, LearnableScaler's affine, GELU, GRN) keeps its own input too: two tensors where
+// one would do, since the map is cheap to run again. Each op here keeps only the map's input
+// and recomputes the map's output in backward, with the map's own value and gradient code
+// (ops/norm_parts.h, gelu_math.h), so its results have the bits of the op-by-op graph.
+//
+// Optionally a per-channel scale s (LayerScale) follows the product: y = s * (a W^T + b).
+// Op by op, LayerScale would keep the product for ds = sum_rows dy * (a W^T + b); here ds
+// comes from G = dy^T a, which dW needs anyway:
+//   ds_o = sum_i W_oi G_oi + b_o sum_rows dy_o,   dW = s * G,   db = s * sum_rows dy,
+//   da = dy (s * W).
+// The forward has the op-by-op bits; these gradients equal op-by-op ones up to rounding.
+#include <algorithm>
+#include <functional>
+#include <vector>
+
+#include "engine/autograd.h"
+#include "engine/ops.h"
+#include "engine/ops/gelu_math.h"
+#include "engine/ops/linear_parts.h"
+#include "engine/ops/norm_parts.h"
+#include "engine/parallel.h"
+
+namespace vg {
+namespace {
+
+bool needs_grad(const Tensor& t) {
+  return t.defined() && (t.requires_grad() || t.grad_fn());
+}
+
+// What a map's values leave for its gradient: per-row statistics and, when the values are
+// made again in backward, GELU's slope gelu'(h) from the same pass (one erf per element
+// instead of two) and GELU's output for GRN's gradient.
+struct MapState {
+  bool for_backward = false;
+  std::vector<double> stats;
+  Tensor slope, act;
+};
+
+// The map a fused linear applies to its input x. `values` computes a = f(x) and fills the
+// state; `grads` maps da to {dx, one per param}.
+struct InputMap {
+  std::vector<Tensor> params;
+  std::function<Tensor(const Tensor& x, MapState& state)> values;
+  std::function<std::vector<Tensor>(const Tensor& x, const MapState& state, const Tensor& da,
+                                    const std::vector<bool>& need)>
+      grads;
+};
+
+// Row o of w (out, in) times s_o, into a new tensor: s * W, and s * G for dW.
+Tensor scaled_weight(const Tensor& w, const Tensor& s) {
+  Tensor out = Tensor::empty(w.shape(), w.dtype());
+  dispatch(w.dtype(), [&](auto z) {
+    using T = decltype(z);
+    const int64_t O = w.size(0), I = w.size(1);
+    const T *pw = w.data<T>(), *ps = s.data<T>();
+    T* po = out.data<T>();
+    for (int64_t o = 0; o < O; ++o)
+      for (int64_t i = 0; i < I; ++i) po[o * I + i] = pw[o * I + i] * ps[o];
+  });
+  return out;
+}
+
+// ds_o = sum_i W_oi G_oi + b_o col_o, in double.
+Tensor scale_grad(const Tensor& w, const Tensor& G, const Tensor& b, const Tensor& col) {
+  const int64_t O = w.size(0), I = w.size(1);
+  Tensor ds = Tensor::empty({O}, w.dtype());
+  dispatch(w.dtype(), [&](auto z) {
+    using T = decltype(z);
+    const T *pw = w.data<T>(), *pg = G.data<T>();
+    for (int64_t o = 0; o < O; ++o) {
+      double s = 0;
+      for (int64_t i = 0; i < I; ++i) s += double(pw[o * I + i]) * double(pg[o * I + i]);
+      if (b.defined()) s += double(b.data<T>()[o]) * double(col.data<T>()[o]);
+      ds.data<T>()[o] = T(s);
+    }
+  });
+  return ds;
+}
+
+void check_out_scale(const char* op, const Tensor& s, const detail::LinearPlan& p,
+                     const Tensor& w) {
+  if (!s.defined()) return;
+  check(s.dim() == 1 && s.size(0) == p.out_features, op, ": out_scale has shape ",
+        shape_str(s.shape()), ", expected [", p.out_features, "]");
+  check(s.dtype() == w.dtype(), op, ": out_scale is ", dtype_name(s.dtype()), ", weight is ",
+        dtype_name(w.dtype()));
+}
+
+// y = out_scale * (map(x) W^T + b); map, bias and out_scale optional. The recorded inputs are
+// x, the map's params, weight, bias, out_scale (undefined ones included, for a fixed layout).
+Tensor fused_linear(const char* op, const char* input, const Tensor& x, const InputMap* map,
+                    const Tensor& weight, const Tensor& bias, const Tensor& out_scale) {
+  const detail::LinearPlan p = detail::plan_linear(op, input, x, weight, bias);
+  check_out_scale(op, out_scale, p, weight);
+  const std::vector<Tensor> params = map ? map->params : std::vector<Tensor>{};
+  Tensor out;
+  {
+    MapState state;
+    const Tensor a = map ? map->values(x.detach(), state) : x.detach();
+    out = detail::linear_values(a, weight, bias, p);
+  }  // a is freed here: only x is kept
+  // LayerScale's own forward (channel_affine's values), so the output has its bits.
+  if (out_scale.defined()) out = detail::channel_affine_values(out, out_scale, Tensor());
+  std::vector<Tensor> inputs{x};
+  inputs.insert(inputs.end(), params.begin(), params.end());
+  inputs.insert(inputs.end(), {weight, bias, out_scale});
+  if (!any_requires_grad(inputs)) return record(op, out, inputs, nullptr);
+
+  std::vector<bool> need;
+  for (const Tensor& t : inputs) need.push_back(needs_grad(t));
+  const size_t n_map = 1 + params.size(), iw = n_map, ib = iw + 1, is = ib + 1;
+  const bool need_input = std::any_of(need.begin(), need.begin() + n_map, [](bool b) { return b; });
+  const Tensor xs = x.detach(), ws = weight.detach();
+  const Tensor ss = out_scale.defined() ? out_scale.detach() : Tensor();
+  const Tensor bs = bias.defined() ? bias.detach() : Tensor();
+  const InputMap m = map ? *map : InputMap{};
+  const bool has_map = map != nullptr, scaled = out_scale.defined();
+  const int64_t rows = p.rows, in_features = p.in_features, out_features = p.out_features;
+  return record(op, out, inputs, [=](const Tensor& g) {
+    const Tensor g2 = g.reshape({rows, out_features});
+    std::vector<Tensor> grads(inputs.size());
+    MapState state{.for_backward = true};
+    bool made = false;  // the map's values (and state) made in this backward
+    const bool need_col = need[ib] || (need[is] && bs.defined());
+    const Tensor col = need_col ? sum(g2, {0}) : Tensor();
+    if (need[iw] || need[is]) {
+      const Tensor a = has_map ? m.values(xs, state) : xs;
+      made = has_map;
+      Tensor G = matmul(g2, a.reshape({rows, in_features}), true, false);  // dy^T a
+      if (need[is]) grads[is] = scale_grad(ws, G, bs, col);
+      if (need[iw]) grads[iw] = scaled ? scaled_weight(G, ss) : G;
+    }  // the recomputed a is freed before da is made
+    if (need[ib]) grads[ib] = scaled ? col * ss : col;
+    if (need_input) {
+      const Tensor da = matmul(g2, scaled ? scaled_weight(ws, ss) : ws).reshape(xs.shape());
+      if (!has_map) {
+        grads[0] = da;
+      } else {
+        if (!made) m.values(xs, state);
+        const std::vector<bool> need_map(need.begin(), need.begin() + n_map);
+        std::vector<Tensor> dmap = m.grads(xs, state, da, need_map);
+        for (size_t i = 0; i < n_map; ++i) grads[i] = dmap[i];
+      }
+    }
+    return grads;
+  });
+}
+
+// gelu(h) with the gelu op's bits, and into `slope` gelu'(h), in one pass: the erf form
+// shares Phi(h) between the two.
+Tensor gelu_with_slope(const Tensor& h, GeluApprox approx, Tensor& slope) {
+  Tensor a = Tensor::empty(h.shape(), h.dtype());
+  slope = Tensor::empty(h.shape(), h.dtype());
+  dispatch(h.dtype(), [&](auto z) {
+    using T = decltype(z);
+    const T* ph = h.data<T>();
+    T *pa = a.data<T>(), *ps = slope.data<T>();
+    parallel_for(h.numel(), 1 << 14, [&](int64_t i0, int64_t i1) {
+      using namespace gelu_math;
+      if (approx == GeluApprox::none) {
+        for (int64_t i = i0; i < i1; ++i) {
+          const T x = ph[i], cdf = Phi(x);
+          pa[i] = x * cdf;
+          ps[i] = cdf + x * phi(x);
+        }
+      } else {
+        for (int64_t i = i0; i < i1; ++i) {
+          pa[i] = tanh_value(ph[i]);
+          ps[i] = tanh_derivative(ph[i]);
+        }
+      }
+    });
+  });
+  add_flops(double(h.numel()) *
+            (approx == GeluApprox::none ? gelu_math::kErfFlops : gelu_math::kTanhFlops));
+  return a;
+}
+
+// gelu(h), and in backward its slope too (gelu_math.h, as the gelu op computes them).
+InputMap gelu_map(GeluApprox approx) {
+  InputMap m;
+  m.values = [approx](const Tensor& h, MapState& state) {
+    return state.for_backward ? gelu_with_slope(h, approx, state.slope) : gelu(h, approx);
+  };
+  m.grads = [approx](const Tensor& h, const MapState& state, const Tensor& da,
+                     const std::vector<bool>& need) {
+    if (!need[0]) return std::vector<Tensor>{Tensor()};
+    Tensor slope = state.slope;
+    if (!slope.defined()) gelu_with_slope(h, approx, slope);
+    Tensor dh = da;  // scaled by gelu'(h) where it lies
+    dispatch(dh.dtype(), [&](auto z) {
+      using T = decltype(z);
+      const T* ps = slope.data<T>();
+      T* pd = dh.data<T>();
+      parallel_for(dh.numel(), 1 << 15, [&](int64_t i0, int64_t i1) {
+        for (int64_t i = i0; i < i1; ++i) pd[i] = pd[i] * ps[i];
+      });
+    });
+    return std::vector<Tensor>{dh};
+  };
+  return m;
+}
+
+}  // namespace
+
+Tensor scaled_linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                     const Tensor& out_scale) {
+  check(out_scale.defined(), "scaled_linear: undefined out_scale");
+  return fused_linear("scaled_linear", "x", x, nullptr, weight, bias, out_scale);
+}
+
+Tensor gelu_linear(const Tensor& h, const Tensor& weight, const Tensor& bias, GeluApprox approx,
+                   const Tensor& out_scale) {
+  const InputMap m = gelu_map(approx);
+  return fused_linear("gelu_linear", "h", h, &m, weight, bias, out_scale);
+}
+
+Tensor layer_norm_linear(const Tensor& x, const Tensor& norm_weight, const Tensor& norm_bias,
+                         double eps, const Tensor& weight, const Tensor& bias) {
+  InputMap m;
+  m.params = {norm_weight, norm_bias};
+  const Tensor nw = norm_weight.defined() ? norm_weight.detach() : Tensor();
+  const Tensor nb = norm_bias.defined() ? norm_bias.detach() : Tensor();
+  m.values = [=](const Tensor& x, MapState& state) {
+    return detail::layer_norm_values(x, nw, nb, eps, state.stats);
+  };
+  m.grads = [=](const Tensor& x, const MapState& state, const Tensor& da,
+                const std::vector<bool>& need) {
+    return detail::layer_norm_grads(x, nw, state.stats, da, need[0], need[1], need[2]);
+  };
+  return fused_linear("layer_norm_linear", "x", x, &m, weight, bias, Tensor());
+}
+
+Tensor affine_linear(const Tensor& x, const Tensor& scale, const Tensor& shift,
+                     const Tensor& weight, const Tensor& bias) {
+  check(scale.defined(), "affine_linear: undefined scale");
+  InputMap m;
+  m.params = {scale, shift};
+  const Tensor sc = scale.detach(), sh = shift.defined() ? shift.detach() : Tensor();
+  m.values = [=](const Tensor& x, MapState&) { return detail::channel_affine_values(x, sc, sh); };
+  m.grads = [=](const Tensor& x, const MapState&, const Tensor& da, const std::vector<bool>& need) {
+    return detail::channel_affine_grads(x, sc, da, need[0], need[1], need[2]);
+  };
+  return fused_linear("affine_linear", "x", x, &m, weight, bias, Tensor());
+}
+
+// a = grn(gelu(h)): only h is kept; in backward gelu(h), its slope and GRN's statistics are
+// made again once and serve both dW and dh.
+Tensor gelu_grn_linear(const Tensor& h, const Tensor& gamma, const Tensor& beta, double eps,
+                       const Tensor& weight, const Tensor& bias, GeluApprox approx,
+                       const Tensor& out_scale) {
+  check(gamma.defined() && beta.defined(), "gelu_grn_linear: undefined gamma or beta");
+  InputMap m;
+  m.params = {gamma, beta};
+  const Tensor gm = gamma.detach(), bt = beta.detach();
+  const InputMap act = gelu_map(approx);
+  m.values = [=](const Tensor& h, MapState& state) {
+    Tensor a = act.values(h, state);
+    if (state.for_backward) state.act = a;  // GRN's gradient reads its input
+    return detail::grn_values(a, gm, bt, eps, state.stats);
+  };
+  m.grads = [=](const Tensor& h, const MapState& state, const Tensor& da,
+                const std::vector<bool>& need) {
+    std::vector<Tensor> d =
+        detail::grn_grads(state.act, gm, state.stats, da, need[0], need[1], need[2]);
+    if (need[0]) d[0] = act.grads(h, state, d[0], {true})[0];
+    return d;
+  };
+  return fused_linear("gelu_grn_linear", "h", h, &m, weight, bias, out_scale);
+}
+
+}  // namespace vg

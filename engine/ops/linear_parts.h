@@ -1,0 +1,29 @@
+// The pieces of `linear` that its fused forms (ops/fused_linear.cpp) share with it: the
+// operand checks and the forward product. Internal to engine/ops.
+#pragma once
+
+#include <vector>
+
+#include "engine/tensor.h"
+
+namespace vg::detail {
+
+// The sizes of linear(x, weight, bias) once its operands are checked.
+struct LinearPlan {
+  int64_t rows = 0, in_features = 0, out_features = 0;
+  Shape out_shape;
+};
+
+// Checks x (..., in), weight (out, in) and the optional bias (out); messages name the op and
+// its input as the caller does ("gelu_linear", "h").
+LinearPlan plan_linear(const char* op, const char* input, const Tensor& x, const Tensor& weight,
+                       const Tensor& bias);
+
+// y = x W^T + b as planned (the bias written first, the product added to it), with its FLOPs.
+Tensor linear_values(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                     const LinearPlan& p);
+
+// {x, weight, bias}, or {x, weight} without a bias: the inputs `linear` records.
+std::vector<Tensor> linear_inputs(const Tensor& x, const Tensor& weight, const Tensor& bias);
+
+}  // namespace vg::detail

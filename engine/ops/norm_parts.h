@@ -1,0 +1,36 @@
+// The two halves (values, then gradients) of the per-channel maps that a fused linear
+// (ops/fused_linear.cpp) applies to its input and recomputes in backward: layer_norm,
+// channel_affine and global_response_norm. Their ops are built from the same halves, so a
+// fused op has the bits of the op-by-op graph. Internal to engine/ops.
+//
+// The gradient functions take the output gradient g and return {dx, then one per parameter},
+// each undefined where its `need` flag is false.
+#pragma once
+
+#include <vector>
+
+#include "engine/tensor.h"
+
+namespace vg::detail {
+
+// layer_norm over the last axis; `stats` receives (mean, rstd) per row.
+Tensor layer_norm_values(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
+                         std::vector<double>& stats);
+std::vector<Tensor> layer_norm_grads(const Tensor& x, const Tensor& weight,
+                                     const std::vector<double>& stats, const Tensor& g,
+                                     bool need_x, bool need_weight, bool need_bias);
+
+// channel_affine: y = x * scale + shift (shift optional).
+Tensor channel_affine_values(const Tensor& x, const Tensor& scale, const Tensor& shift);
+std::vector<Tensor> channel_affine_grads(const Tensor& x, const Tensor& scale, const Tensor& g,
+                                         bool need_x, bool need_scale, bool need_shift);
+
+// global_response_norm; `stats` receives per (sample, channel) the norm and n, then per
+// sample the divisor mu + eps: B * (2C + 1) values.
+Tensor grn_values(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps,
+                  std::vector<double>& stats);
+std::vector<Tensor> grn_grads(const Tensor& x, const Tensor& gamma,
+                              const std::vector<double>& stats, const Tensor& g, bool need_x,
+                              bool need_gamma, bool need_beta);
+
+}  // namespace vg::detail

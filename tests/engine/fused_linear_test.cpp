@@ -1,0 +1,237 @@
+// The fused linears of ops/fused_linear.cpp against the op-by-op graphs they replace: the
+// same bits (or, with an output scale, the same values up to rounding), float64 gradchecks,
+// what they keep alive for backward, and their messages.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "engine/autograd.h"
+#include "engine/parallel.h"
+#include "engine/storage.h"
+#include "tests/engine/gradcheck_helpers.h"
+
+using namespace vg;
+using vg::testing::expect_gradients;
+using vg::testing::variable;
+
+namespace {
+
+using Fn = std::function<Tensor(const std::vector<Tensor>&)>;
+
+struct Case {
+  std::string name;
+  std::vector<Shape> shapes;  // x first, then the parameters
+  Fn fused, reference;
+  bool scaled;  // an output scale: gradients agree up to rounding, not bit for bit
+};
+
+// x (B, T, C) = (4, 33, 48) with C -> 40 products and a GRN case on a hidden size of 96.
+std::vector<Case> cases() {
+  const double eps = 1e-6;
+  std::vector<Case> c;
+  c.push_back(
+      {"layer_norm_linear",
+       {{4, 33, 48}, {48}, {48}, {40, 48}, {40}},
+       [=](const auto& in) { return layer_norm_linear(in[0], in[1], in[2], eps, in[3], in[4]); },
+       [=](const auto& in) { return linear(layer_norm(in[0], in[1], in[2], eps), in[3], in[4]); },
+       false});
+  c.push_back(
+      {"affine_linear",
+       {{4, 33, 48}, {48}, {48}, {40, 48}, {40}},
+       [](const auto& in) { return affine_linear(in[0], in[1], in[2], in[3], in[4]); },
+       [](const auto& in) { return linear(channel_affine(in[0], in[1], in[2]), in[3], in[4]); },
+       false});
+  c.push_back(
+      {"gelu_grn_linear",
+       {{4, 33, 96}, {96}, {96}, {40, 96}, {40}},
+       [=](const auto& in) { return gelu_grn_linear(in[0], in[1], in[2], eps, in[3], in[4]); },
+       [=](const auto& in) {
+         return linear(global_response_norm(gelu(in[0]), in[1], in[2], eps), in[3], in[4]);
+       },
+       false});
+  c.push_back({"scaled_linear",
+               {{4, 33, 48}, {40, 48}, {40}, {40}},
+               [](const auto& in) { return scaled_linear(in[0], in[1], in[2], in[3]); },
+               [](const auto& in) { return channel_affine(linear(in[0], in[1], in[2]), in[3]); },
+               true});
+  c.push_back(
+      {"gelu_linear with out_scale",
+       {{4, 33, 96}, {40, 96}, {40}, {40}},
+       [](const auto& in) { return gelu_linear(in[0], in[1], in[2], GeluApprox::none, in[3]); },
+       [](const auto& in) { return channel_affine(linear(gelu(in[0]), in[1], in[2]), in[3]); },
+       true});
+  c.push_back(
+      {"gelu_grn_linear with out_scale",
+       {{4, 33, 96}, {96}, {96}, {40, 96}, {40}, {40}},
+       [=](const auto& in) {
+         return gelu_grn_linear(in[0], in[1], in[2], eps, in[3], in[4], GeluApprox::none, in[5]);
+       },
+       [=](const auto& in) {
+         return channel_affine(
+             linear(global_response_norm(gelu(in[0]), in[1], in[2], eps), in[3], in[4]), in[5]);
+       },
+       true});
+  return c;
+}
+
+// Output and every input gradient of fn on copies of `values`, for the output gradient dy.
+std::vector<Tensor> run(const Fn& fn, const std::vector<Tensor>& values, const Tensor& dy) {
+  std::vector<Tensor> in;
+  for (const Tensor& v : values) in.push_back(v.detach().clone().set_requires_grad());
+  Tensor y = fn(in);
+  y.backward(dy);
+  std::vector<Tensor> out{y.detach()};
+  for (const Tensor& t : in) out.push_back(t.grad());
+  return out;
+}
+
+// Largest |a - b| / (1 + |b|) over the elements.
+double max_rel_diff(const Tensor& a, const Tensor& b) {
+  const std::vector<double> va = a.to_vector(), vb = b.to_vector();
+  double worst = 0;
+  for (size_t i = 0; i < va.size(); ++i)
+    worst = std::max(worst, std::fabs(va[i] - vb[i]) / (1 + std::fabs(vb[i])));
+  return worst;
+}
+
+size_t count_different(const Tensor& a, const Tensor& b) {
+  const std::vector<double> va = a.to_vector(), vb = b.to_vector();
+  size_t n = 0;
+  for (size_t i = 0; i < va.size(); ++i) n += va[i] != vb[i];
+  return n;
+}
+
+std::vector<Tensor> draw(const Case& c, DType dtype, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<Tensor> values;
+  for (const Shape& s : c.shapes) values.push_back(randn(s, rng, dtype) * 0.5 + 0.25);
+  return values;
+}
+
+}  // namespace
+
+TEST_CASE("each fused linear equals its op-by-op graph in float32, at one and two threads") {
+  const int threads = num_threads();
+  for (int n : {1, 2}) {
+    set_num_threads(n);
+    for (const Case& c : cases()) {
+      const std::vector<Tensor> values = draw(c, DType::f32, 71);
+      Rng rng(72);
+      Tensor dy = randn({4, 33, 40}, rng);
+      const std::vector<Tensor> fused = run(c.fused, values, dy),
+                                ref = run(c.reference, values, dy);
+      REQUIRE(fused.size() == ref.size());
+      for (size_t i = 0; i < fused.size(); ++i) {
+        INFO(c.name, ", threads ", n, i == 0 ? ", output" : cat_str(", gradient of input ", i - 1));
+        REQUIRE(fused[i].shape() == ref[i].shape());
+        if (i == 0 || !c.scaled)
+          CHECK(count_different(fused[i], ref[i]) == 0);  // the same bits
+        else
+          CHECK(max_rel_diff(fused[i], ref[i]) < 2e-5);  // float32 rounding of other sums
+      }
+    }
+  }
+  set_num_threads(threads);
+}
+
+TEST_CASE("with an output scale, the fused gradients equal op-by-op ones to float64 rounding") {
+  for (const Case& c : cases()) {
+    if (!c.scaled) continue;
+    const std::vector<Tensor> values = draw(c, DType::f64, 73);
+    Rng rng(74);
+    Tensor dy = randn({4, 33, 40}, rng, DType::f64);
+    const std::vector<Tensor> fused = run(c.fused, values, dy), ref = run(c.reference, values, dy);
+    for (size_t i = 0; i < fused.size(); ++i) {
+      INFO(c.name, ", result ", i);
+      CHECK(max_rel_diff(fused[i], ref[i]) < 1e-12);
+    }
+  }
+}
+
+TEST_CASE("the fused linears pass float64 gradchecks on every input, broadcast over 1 to 3 axes") {
+  for (const Shape& lead : {Shape{}, Shape{5}, Shape{2, 3}}) {
+    auto with = [&](int64_t C) {
+      Shape s = lead;
+      s.push_back(C);
+      return s;
+    };
+    const std::string where = cat_str("x ", shape_str(with(4)));
+    Tensor x = variable(with(4), 81), nw = variable({4}, 82), nb = variable({4}, 83);
+    Tensor w = variable({3, 4}, 84), b = variable({3}, 85), s = variable({3}, 86);
+    expect_gradients(
+        "layer_norm_linear, " + where,
+        [](const auto& in) { return layer_norm_linear(in[0], in[1], in[2], 1e-6, in[3], in[4]); },
+        {x, nw, nb, w, b});
+    expect_gradients(
+        "affine_linear, " + where,
+        [](const auto& in) { return affine_linear(in[0], in[1], in[2], in[3], in[4]); },
+        {x, nw, nb, w, b});
+    expect_gradients("scaled_linear, " + where,
+                     [](const auto& in) { return scaled_linear(in[0], in[1], in[2], in[3]); },
+                     {x, w, b, s});
+    expect_gradients(
+        "gelu_linear with out_scale, " + where,
+        [](const auto& in) { return gelu_linear(in[0], in[1], in[2], GeluApprox::tanh, in[3]); },
+        {x, w, b, s});
+  }
+  // GRN needs a token axis: (B, T, C).
+  Tensor h = variable({2, 5, 4}, 87), gm = variable({4}, 88), bt = variable({4}, 89);
+  Tensor w = variable({3, 4}, 90), s = variable({3}, 91);
+  expect_gradients("gelu_grn_linear without bias",
+                   [](const auto& in) {
+                     return gelu_grn_linear(in[0], in[1], in[2], 1e-6, in[3], Tensor(),
+                                            GeluApprox::none, in[4]);
+                   },
+                   {h, gm, bt, w, s});
+}
+
+TEST_CASE("layer_norm_linear keeps x for backward, never the normalised x") {
+  // x is 64 KiB and the output 8 KiB. The fused op holds only its output (x is the
+  // caller's); op by op, linear also keeps layer_norm's output for dW.
+  Rng rng(92);
+  Tensor x = randn({64, 256}, rng).set_requires_grad();
+  Tensor nw = ones({256}).set_requires_grad(), nb = zeros({256}).set_requires_grad();
+  Tensor w = randn({32, 256}, rng).set_requires_grad(), s = ones({32}).set_requires_grad();
+  const int64_t x_bytes = x.numel() * 4;
+  auto held_by = [&](auto make) {
+    const int64_t before = memory_stats().bytes_in_use;
+    Tensor y = make();
+    return memory_stats().bytes_in_use - before;
+  };
+  const int64_t fused = held_by([&] { return layer_norm_linear(x, nw, nb, 1e-6, w); });
+  const int64_t reference = held_by([&] { return linear(layer_norm(x, nw, nb), w); });
+  // LayerScale op by op keeps the product (8 KiB); folded into the linear it keeps nothing.
+  const int64_t scaled = held_by([&] { return scaled_linear(x, w, Tensor(), s); });
+  const int64_t unfolded = held_by([&] { return channel_affine(linear(x, w), s); });
+  INFO("bytes held: fused ", fused, ", op by op ", reference, "; scaled ", scaled, " vs ",
+       unfolded);
+  CHECK(fused < x_bytes);
+  CHECK(reference >= x_bytes);
+  CHECK(unfolded - scaled >= 32 * 64 * 4);
+}
+
+TEST_CASE("the fused linears reject misshaped or mistyped operands with the op's name") {
+  Tensor x = zeros({2, 3, 4}), w = zeros({5, 4}), b = zeros({5});
+  CHECK_THROWS_WITH_AS(scaled_linear(x, w, b, zeros({4})),
+                       doctest::Contains("scaled_linear: out_scale has shape [4], expected [5]"),
+                       Error);
+  CHECK_THROWS_WITH_AS(scaled_linear(x, w, b, zeros({5}, DType::f64)),
+                       doctest::Contains("scaled_linear: out_scale is float64"), Error);
+  CHECK_THROWS_WITH_AS(scaled_linear(x, w, b, Tensor()),
+                       doctest::Contains("scaled_linear: undefined out_scale"), Error);
+  CHECK_THROWS_WITH_AS(layer_norm_linear(x, zeros({3}), Tensor(), 1e-6, w),
+                       doctest::Contains("layer_norm: weight has shape [3]"), Error);
+  CHECK_THROWS_WITH_AS(layer_norm_linear(x, Tensor(), Tensor(), 1e-6, zeros({5, 3})),
+                       doctest::Contains("layer_norm_linear: x's last axis is 4, expected in=3"),
+                       Error);
+  CHECK_THROWS_WITH_AS(affine_linear(x, Tensor(), Tensor(), w),
+                       doctest::Contains("affine_linear: undefined scale"), Error);
+  CHECK_THROWS_WITH_AS(gelu_grn_linear(zeros({2, 4}), zeros({4}), zeros({4}), 1e-6, w),
+                       doctest::Contains("global_response_norm: input must be (B, spatial..., C)"),
+                       Error);
+  CHECK_THROWS_WITH_AS(gelu_linear(x, w, b, GeluApprox::none, zeros({2})),
+                       doctest::Contains("gelu_linear: out_scale has shape [2]"), Error);
+}
