@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "engine/gemm_avx512.h"
 #include "engine/parallel.h"
 
 extern "C" char* openblas_get_corename(void);
@@ -104,6 +105,8 @@ void gemm_impl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const
     gemm_split_k(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
+  if constexpr (std::is_same_v<T, float>)
+    if (!ta && detail::gemm_avx512(tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) return;
   const int64_t blocks = block_count(m, n, k);
   if (blocks == 1) {
     blas(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
@@ -130,7 +133,29 @@ void gemm_impl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const
   }
 }
 
+template <class T>
+void gemm_bias_impl(int64_t m, int64_t n, int64_t k, const T* a, const T* b, const T* bias, T* c) {
+  if constexpr (std::is_same_v<T, float>)
+    if (bias && detail::gemm_avx512(true, m, n, k, 1.0f, a, k, b, k, 0.0f, c, n, bias)) return;
+  if (bias)
+    parallel_for(m, std::max<int64_t>(1, 16384 / std::max<int64_t>(n, 1)),
+                 [&](int64_t r0, int64_t r1) {
+                   for (int64_t r = r0; r < r1; ++r) std::copy_n(bias, n, c + r * n);
+                 });
+  gemm_impl(false, true, m, n, k, T(1), a, k, b, k, T(bias ? 1 : 0), c, n);
+}
+
 }  // namespace
+
+void gemm_bias(int64_t m, int64_t n, int64_t k, const float* a, const float* b, const float* bias,
+               float* c) {
+  gemm_bias_impl(m, n, k, a, b, bias, c);
+}
+
+void gemm_bias(int64_t m, int64_t n, int64_t k, const double* a, const double* b,
+               const double* bias, double* c) {
+  gemm_bias_impl(m, n, k, a, b, bias, c);
+}
 
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {

@@ -19,6 +19,15 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
           int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc);
 
+// Row-major C (m x n) = A (m x k) B^T + bias in every row, with B (n x k) and bias (n) or
+// null: a linear layer's forward. Where the AVX-512 kernel takes the product, the bias is
+// where each sum starts; otherwise C is filled with the bias first and the product added
+// to it (beta = 1), one pass fewer than zeroing C and adding the bias afterwards.
+void gemm_bias(int64_t m, int64_t n, int64_t k, const float* a, const float* b, const float* bias,
+               float* c);
+void gemm_bias(int64_t m, int64_t n, int64_t k, const double* a, const double* b,
+               const double* bias, double* c);
+
 // The OpenBLAS kernel family in use, e.g. "Haswell" or "Cooperlake".
 const char* blas_core_name();
 // True when `core` (an OPENBLAS_CORETYPE value) names kernels narrower than the CPU runs:

@@ -209,19 +209,8 @@ Tensor linear_values(const Tensor& x, const Tensor& weight, const Tensor& bias,
   Tensor out = Tensor::empty(p.out_shape, x.dtype());
   dispatch(x.dtype(), [&](auto z) {
     using T = decltype(z);
-    T* y = out.data<T>();
-    // With a bias, y starts as b in every row and the product is added to it (beta = 1):
-    // one pass fewer than zeroing y (as BLAS does for beta = 0) and adding b afterwards.
-    if (has_bias) {
-      const T* b = bias.data<T>();
-      parallel_for(rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(out_features, 1)),
-                   [&](int64_t r0, int64_t r1) {
-                     for (int64_t r = r0; r < r1; ++r)
-                       std::copy_n(b, out_features, y + r * out_features);
-                   });
-    }
-    gemm(false, true, rows, out_features, in_features, T(1), x.data<T>(), in_features,
-         weight.data<T>(), in_features, T(has_bias ? 1 : 0), y, out_features);
+    gemm_bias(rows, out_features, in_features, x.data<T>(), weight.data<T>(),
+              has_bias ? bias.data<T>() : nullptr, out.data<T>());
   });
   add_flops(2.0 * double(rows) * in_features * out_features, /*is_matmul=*/true);
   if (has_bias) add_flops(double(rows) * out_features);

@@ -43,7 +43,7 @@ void check_products(int64_t m, int64_t n, int64_t k, double tolerance) {
   const int threads = num_threads();
   for (bool ta : {false, true})
     for (bool tb : {false, true})
-      for (T beta : {T(0), T(0.5)}) {
+      for (T beta : {T(0), T(0.5), T(1)}) {
         CAPTURE(m);
         CAPTURE(n);
         CAPTURE(k);
@@ -83,4 +83,58 @@ TEST_CASE("gemm: wide products (cut into blocks of rows or columns) match the re
   check_products<float>(300, 70, 50, 1e-5);
   check_products<float>(33, 500, 40, 1e-5);
   check_products<double>(300, 70, 50, 1e-13);
+}
+
+// Float products with many rows and a short k take the AVX-512 kernel (engine/gemm_avx512.h)
+// where the CPU has it: tiles of 6 rows by 64 columns, so these cover a remainder of 1 to 5
+// rows, a last column vector of 1 to 15 lanes, one to four vectors across, and k at both of
+// the kernel's bounds (8 and 1024) and just outside them (7 and 1025: OpenBLAS).
+TEST_CASE("gemm: many rows and a short k, at every edge of the kernel's tiles") {
+  check_products<float>(64, 16, 8, 1e-5);
+  check_products<float>(65, 17, 7, 1e-5);
+  check_products<float>(67, 33, 50, 1e-5);
+  check_products<float>(68, 49, 64, 1e-5);
+  check_products<float>(69, 63, 9, 1e-5);
+  check_products<float>(70, 64, 1024, 1e-5);
+  check_products<float>(71, 130, 1025, 1e-5);
+  check_products<float>(400, 200, 64, 1e-5);  // several row blocks and threads
+}
+
+// A linear layer's forward: C = A B^T + bias in every row, with and without a bias, on the
+// kernel's shapes and on OpenBLAS's (few rows; k = 0, where C is the bias alone).
+TEST_CASE("gemm_bias: a linear forward matches the reference at any thread count") {
+  struct Shape3 {
+    int64_t m, n, k;
+  };
+  for (const Shape3 s :
+       {Shape3{70, 33, 50}, Shape3{400, 200, 64}, Shape3{5, 3, 4}, Shape3{66, 20, 0}})
+    for (bool with_bias : {true, false}) {
+      CAPTURE(s.m);
+      CAPTURE(s.n);
+      CAPTURE(s.k);
+      CAPTURE(with_bias);
+      Rng rng(9);
+      const auto a = random_vector<float>(s.m * s.k, rng), b = random_vector<float>(s.n * s.k, rng);
+      const auto bias = random_vector<float>(s.n, rng);
+      std::vector<float> ones(s.m * s.n);
+      for (int64_t i = 0; i < s.m; ++i)
+        for (int64_t j = 0; j < s.n; ++j) ones[i * s.n + j] = with_bias ? bias[j] : 0.0f;
+      const auto want = reference_gemm<float>(false, true, s.m, s.n, s.k, 1.0f, a, b, 1.0f, ones);
+      std::vector<std::vector<float>> got;
+      const int threads = num_threads();
+      for (int t : {1, 2}) {
+        set_num_threads(t);
+        std::vector<float> c(s.m * s.n, std::nanf(""));  // every element must be written
+        gemm_bias(s.m, s.n, s.k, a.data(), b.data(), with_bias ? bias.data() : nullptr, c.data());
+        got.push_back(c);
+      }
+      set_num_threads(threads);
+      double worst = 0;
+      for (int64_t i = 0; i < s.m * s.n; ++i) {
+        const double err = std::abs(double(got[0][i]) - double(want[i]));
+        worst = std::max(worst, std::isnan(err) ? INFINITY : err);  // an unwritten NaN fails
+      }
+      CHECK(worst < 1e-5 * std::sqrt(double(std::max<int64_t>(s.k, 1))) * 4);
+      CHECK(got[0] == got[1]);
+    }
 }

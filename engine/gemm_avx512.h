@@ -1,0 +1,24 @@
+// An AVX-512 float product for the shapes a small ViT is made of: many rows (tokens times
+// images), a short inner dimension (the embedding width, 64 to a few hundred) and a few
+// hundred columns. OpenBLAS packs both operands for every call; at k = 64 that packing, and
+// the memset or copy of C around it, cost about as much as the multiply-adds. Here op(B) is
+// small enough to stay in cache and is read in place (or transposed once, when it is a
+// weight W used as W^T), rows of A are broadcast straight from memory, and C is read or
+// written once. Internal to engine/blas.cpp.
+#pragma once
+
+#include <cstdint>
+
+namespace vg::detail {
+
+// Row-major C (m x n) = alpha * A op(B) + beta * C with A not transposed, computed here when
+// the CPU has AVX-512 and the shape is one this kernel is faster for; returns false (and
+// touches nothing) otherwise. Each element of C is one fused multiply-add chain over k in
+// order, so the bits do not depend on how rows are shared among threads. With `start` (n
+// values, e.g. a bias) each chain starts from start[j] instead of zero, alpha then scales
+// the whole chain.
+bool gemm_avx512(bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+                 const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
+                 const float* start = nullptr);
+
+}  // namespace vg::detail
