@@ -100,13 +100,13 @@ void gemm_impl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const
       for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == T(0) ? T(0) : beta * c[i * ldc + j];
     return;
   }
+  if constexpr (std::is_same_v<T, float>)
+    if (detail::gemm_avx512(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) return;
   single_threaded_blas();
   if (k >= kDeepRatio * std::max(m, n)) {
     gemm_split_k(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
-  if constexpr (std::is_same_v<T, float>)
-    if (!ta && detail::gemm_avx512(tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) return;
   const int64_t blocks = block_count(m, n, k);
   if (blocks == 1) {
     blas(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
@@ -136,7 +136,8 @@ void gemm_impl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const
 template <class T>
 void gemm_bias_impl(int64_t m, int64_t n, int64_t k, const T* a, const T* b, const T* bias, T* c) {
   if constexpr (std::is_same_v<T, float>)
-    if (bias && detail::gemm_avx512(true, m, n, k, 1.0f, a, k, b, k, 0.0f, c, n, bias)) return;
+    if (bias && detail::gemm_avx512(false, true, m, n, k, 1.0f, a, k, b, k, 0.0f, c, n, bias))
+      return;
   if (bias)
     parallel_for(m, std::max<int64_t>(1, 16384 / std::max<int64_t>(n, 1)),
                  [&](int64_t r0, int64_t r1) {

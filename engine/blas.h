@@ -5,6 +5,10 @@
 // always runs single-threaded here, and gemm() splits a large product itself into blocks
 // of rows (or columns), one per engine thread; called inside a parallel region (e.g. one
 // attention head per task) it runs the product on the calling thread.
+//
+// Float products with many rows and a short k (a linear layer over every token of a batch)
+// go to an AVX-512 kernel of the engine's own instead (engine/gemm_avx512.h), where the CPU
+// has AVX-512 and VITGRAD_GEMM is not "blas".
 #pragma once
 
 #include <cstdint>

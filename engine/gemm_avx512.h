@@ -11,14 +11,16 @@
 
 namespace vg::detail {
 
-// Row-major C (m x n) = alpha * A op(B) + beta * C with A not transposed, computed here when
-// the CPU has AVX-512 and the shape is one this kernel is faster for; returns false (and
-// touches nothing) otherwise. Each element of C is one fused multiply-add chain over k in
-// order, so the bits do not depend on how rows are shared among threads. With `start` (n
-// values, e.g. a bias) each chain starts from start[j] instead of zero, alpha then scales
-// the whole chain.
-bool gemm_avx512(bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
-                 const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
+// Row-major C (m x n) = alpha * op(A) op(B) + beta * C, computed here when the CPU has
+// AVX-512 and the shape is one this kernel is faster for; returns false (and touches
+// nothing) otherwise. Two cases: A not transposed with k up to about a thousand (a linear
+// layer's forward and input gradient), and A transposed, B not, with a long k (its weight
+// gradient). Each element of C is one fused multiply-add chain over k in order (over chunks
+// of k in order, for the second), so the bits do not depend on how rows are shared among
+// threads. With `start` (n values, e.g. a bias; first case only) each chain starts from
+// start[j] instead of zero, and alpha then scales the whole chain.
+bool gemm_avx512(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                 int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
                  const float* start = nullptr);
 
 }  // namespace vg::detail

@@ -98,6 +98,10 @@ TEST_CASE("gemm: many rows and a short k, at every edge of the kernel's tiles") 
   check_products<float>(70, 64, 1024, 1e-5);
   check_products<float>(71, 130, 1025, 1e-5);
   check_products<float>(400, 200, 64, 1e-5);  // several row blocks and threads
+  // A transposed, k long (a weight gradient): k in chunks of 256, the last one short.
+  check_products<float>(16, 16, 256, 1e-5);
+  check_products<float>(15, 16, 256, 1e-5);  // too few rows: OpenBLAS
+  check_products<float>(31, 70, 700, 1e-5);
 }
 
 // A linear layer's forward: C = A B^T + bias in every row, with and without a bias, on the
