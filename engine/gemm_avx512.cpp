@@ -22,11 +22,14 @@ constexpr int64_t kBlockTiles = 8;
 // The shapes this kernel is used for (measured against OpenBLAS 0.3.21 on Zen 5, both on
 // AVX-512): enough rows to amortise the transpose of B, and k short enough that a column
 // panel of op(B) (k x 64 floats) stays in L2.
-constexpr int64_t kMinRows = 64, kMinCols = 16, kMinK = 8, kMaxK = 1024;
+constexpr int64_t kMinRows = 64, kMinCols = 16, kMinK = 8, kMaxK = 768;
 // With A transposed (a weight gradient dY^T X, k = every token of the batch): C has a few
 // dozen rows at least, and k is cut into chunks whose panel of B stays in L2; each chunk's
 // sums are added to C in order, so the bits depend on the shape alone.
 constexpr int64_t kMinRowsTransposed = 16, kMinKTransposed = 256, kChunkTransposed = 256;
+// One fma chain over many hundred terms is less accurate than OpenBLAS, which blocks k; so a
+// chain covers at most kChunk terms, and each chunk's sums are added to C in order.
+constexpr int64_t kChunk = 256;
 
 bool enabled() {
   static const bool on = [] {
@@ -97,26 +100,93 @@ constexpr const TileFn* kTiles[kRows] = {tiles_of_rows<TA, 1>, tiles_of_rows<TA,
                                          tiles_of_rows<TA, 3>, tiles_of_rows<TA, 4>,
                                          tiles_of_rows<TA, 5>, tiles_of_rows<TA, 6>};
 
-// Rows [i0, i1) of C against op(B) = b (k x n, row-major with ldb).
+// op(B) (k x n) as panels of 64 columns, each k x 64 and contiguous (the last one padded
+// with zeros). Read in place, B's rows lie ldb floats apart, and at ldb = 256 or more the
+// rows of one panel fall into a few cache sets and evict each other; a B at most 64 wide
+// and not transposed is its own single panel and is read in place.
+class PackedB {
+ public:
+  // Rows [p0, p0 + k) of op(B), panels [q0, q1), where op(B)[p][j] is b[j * ldb + p] when tb,
+  // else b[p * ldb + j]. Shared among the engine's threads unless called inside a parallel
+  // region.
+  void pack(bool tb, int64_t p0, int64_t k, int64_t n, const float* b, int64_t ldb, int64_t q0 = 0,
+            int64_t q1 = -1) {
+    const int64_t panels = (n + kTileCols - 1) / kTileCols;
+    if (q1 < 0) q1 = panels;
+    k_ = k;
+    if (!tb && ldb <= kTileCols) {
+      in_place_ = b + p0 * ldb;
+      stride_ = ldb;
+      return;
+    }
+    in_place_ = nullptr;
+    stride_ = kTileCols;
+    if (data_.size() < size_t(panels * k * kTileCols)) data_.resize(panels * k * kTileCols);
+    parallel_for((q1 - q0) * k, 256, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t q = q0 + r / k, p = r % k;
+        const int64_t j0 = q * kTileCols, cols = std::min<int64_t>(kTileCols, n - j0);
+        float* to = data_.data() + (q * k + p) * kTileCols;
+        if (tb)
+          for (int64_t j = 0; j < cols; ++j) to[j] = b[(j0 + j) * ldb + p0 + p];
+        else
+          std::copy_n(b + (p0 + p) * ldb + j0, cols, to);
+        std::fill(to + cols, to + kTileCols, 0.0f);
+      }
+    });
+  }
+  const float* panel(int64_t q) const {
+    return in_place_ ? in_place_ : data_.data() + q * k_ * kTileCols;
+  }
+  int64_t stride() const { return stride_; }
+
+ private:
+  std::vector<float> data_;  // grown once per shape, then reused
+  const float* in_place_ = nullptr;
+  int64_t k_ = 0, stride_ = 0;
+};
+
+// Rows [i0, i1) and panels [q0, q1) of C against rows [p0, p0 + k) of the packed op(B).
 template <bool TA>
-void rows_of_c(int64_t i0, int64_t i1, int64_t n, int64_t k, float alpha, const float* a,
-               int64_t lda, const float* b, int64_t ldb, float beta, const float* start, float* c,
-               int64_t ldc) {
+void part_of_c(int64_t i0, int64_t i1, int64_t q0, int64_t q1, int64_t n, int64_t k, float alpha,
+               const float* a, int64_t lda, const PackedB& b, int64_t p0, float beta,
+               const float* start, float* c, int64_t ldc) {
   const int64_t block_rows = kBlockTiles * kRows;
   for (int64_t ib = i0; ib < i1; ib += block_rows) {
     const int64_t ie = std::min(i1, ib + block_rows);
-    for (int64_t j = 0; j < n; j += kTileCols) {
-      const int64_t cols = std::min<int64_t>(kTileCols, n - j);
+    for (int64_t q = q0; q < q1; ++q) {
+      const int64_t j = q * kTileCols, cols = std::min<int64_t>(kTileCols, n - j);
       const int vectors = int((cols + kLanes - 1) / kLanes);
       const int tail = int(cols - (vectors - 1) * kLanes);
       const __mmask16 last = __mmask16((1u << tail) - 1);
       for (int64_t i = ib; i < ie; i += kRows) {
         const int rows = int(std::min<int64_t>(kRows, ie - i));
-        kTiles<TA>[rows - 1][vectors - 1](k, TA ? a + i : a + i * lda, lda, b + j, ldb, alpha, beta,
+        kTiles<TA>[rows - 1][vectors - 1](k, TA ? a + i : a + i * lda, lda,
+                                          b.panel(q) + p0 * b.stride(), b.stride(), alpha, beta,
                                           start ? start + j : nullptr, c + i * ldc + j, ldc, last);
       }
     }
   }
+}
+
+// C = alpha A^T B + beta C, k long: k in chunks, each chunk's sums added to C in order. The
+// threads share C's panels of columns (each packs only its own panels of B) where they split
+// evenly, else its rows (each packs every panel, a small cost next to the products).
+void gemm_transposed_a(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+                       const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  const int64_t panels = (n + kTileCols - 1) / kTileCols, tiles = (m + kRows - 1) / kRows;
+  const bool by_panels = panels % 2 == 0 || panels >= 8;  // three panels would split 2 : 1
+  parallel_for(by_panels ? panels : tiles, 1, [&](int64_t t0, int64_t t1) {
+    const int64_t i0 = by_panels ? 0 : t0 * kRows, i1 = by_panels ? m : std::min(m, t1 * kRows);
+    const int64_t q0 = by_panels ? t0 : 0, q1 = by_panels ? t1 : panels;
+    thread_local PackedB chunk;
+    for (int64_t p = 0; p < k; p += kChunkTransposed) {
+      const int64_t rows = std::min(kChunkTransposed, k - p);
+      chunk.pack(false, p, rows, n, b, ldb, q0, q1);
+      part_of_c<true>(i0, i1, q0, q1, n, rows, alpha, a + p * lda, lda, chunk, 0,
+                      p == 0 ? beta : 1.0f, nullptr, c, ldc);
+    }
+  });
 }
 
 }  // namespace
@@ -124,33 +194,25 @@ void rows_of_c(int64_t i0, int64_t i1, int64_t n, int64_t k, float alpha, const 
 bool gemm_avx512(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                  int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
                  const float* start) {
-  if (ta) {  // C = A^T B, k long: row tiles among threads, k in chunks, B read in place
+  if (ta) {
     if (tb || start || m < kMinRowsTransposed || n < kMinCols || k < kMinKTransposed || !enabled())
       return false;
-    parallel_for((m + kRows - 1) / kRows, 1, [&](int64_t t0, int64_t t1) {
-      for (int64_t p = 0; p < k; p += kChunkTransposed)
-        rows_of_c<true>(t0 * kRows, std::min(m, t1 * kRows), n, std::min(kChunkTransposed, k - p),
-                        alpha, a + p * lda, lda, b + p * ldb, ldb, p == 0 ? beta : 1.0f, nullptr, c,
-                        ldc);
-    });
+    gemm_transposed_a(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return true;
   }
   if (m < kMinRows || n < kMinCols || k < kMinK || k > kMaxK || !enabled()) return false;
-  if (tb) {  // op(B) = B^T: transposed once into k x n, then read like any other B
-    thread_local std::vector<float> transposed;  // grown once per shape, then reused
-    if (transposed.size() < size_t(k * n)) transposed.resize(k * n);
-    float* t = transposed.data();
-    for (int64_t j = 0; j < n; ++j)
-      for (int64_t p = 0; p < k; ++p) t[p * n + j] = b[j * ldb + p];
-    b = t;
-    ldb = n;
-  }
+  thread_local PackedB packed_here;
+  packed_here.pack(tb, 0, k, n, b, ldb);
+  // Named inside the lambda, a thread_local is each thread's own: the workers need this one.
+  const PackedB& packed = packed_here;
+  const int64_t panels = (n + kTileCols - 1) / kTileCols, tiles = (m + kRows - 1) / kRows;
   // Row tiles shared among threads, each part at least ~2^17 multiply-adds.
-  const int64_t tiles = (m + kRows - 1) / kRows;
   const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 17) / (kRows * n * k));
   parallel_for(tiles, grain, [&](int64_t t0, int64_t t1) {
-    rows_of_c<false>(t0 * kRows, std::min(m, t1 * kRows), n, k, alpha, a, lda, b, ldb, beta, start,
-                     c, ldc);
+    for (int64_t p = 0; p < k; p += kChunk)  // see kChunk
+      part_of_c<false>(t0 * kRows, std::min(m, t1 * kRows), 0, panels, n, std::min(kChunk, k - p),
+                       alpha, a + p, lda, packed, p, p == 0 ? beta : 1.0f, p == 0 ? start : nullptr,
+                       c, ldc);
   });
   return true;
 }
