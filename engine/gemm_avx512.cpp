@@ -20,8 +20,8 @@ constexpr int kRows = 6, kVectors = 4, kLanes = 16, kTileCols = kVectors * kLane
 constexpr int64_t kBlockTiles = 8;
 
 // The shapes this kernel is used for (measured against OpenBLAS 0.3.21 on Zen 5, both on
-// AVX-512): enough rows to amortise the transpose of B, and k short enough that a column
-// panel of op(B) (k x 64 floats) stays in L2.
+// AVX-512): enough rows to amortise packing op(B), and k short enough that a panel of it
+// (k x 64 floats) stays in L2.
 constexpr int64_t kMinRows = 64, kMinCols = 16, kMinK = 8, kMaxK = 768;
 // With A transposed (a weight gradient dY^T X, k = every token of the batch): C has a few
 // dozen rows at least, and k is cut into chunks whose panel of B stays in L2; each chunk's

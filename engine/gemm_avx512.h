@@ -1,10 +1,10 @@
 // An AVX-512 float product for the shapes a small ViT is made of: many rows (tokens times
 // images), a short inner dimension (the embedding width, 64 to a few hundred) and a few
 // hundred columns. OpenBLAS packs both operands for every call; at k = 64 that packing, and
-// the memset or copy of C around it, cost about as much as the multiply-adds. Here op(B) is
-// small enough to stay in cache and is read in place (or transposed once, when it is a
-// weight W used as W^T), rows of A are broadcast straight from memory, and C is read or
-// written once. Internal to engine/blas.cpp.
+// the memset or copy of C around it, cost about as much as the multiply-adds. Here only
+// op(B), the small operand, is packed (into 64-column panels that stay in cache), rows of A
+// are broadcast straight from memory, and C is read or written once per chunk of k.
+// Internal to engine/blas.cpp.
 #pragma once
 
 #include <cstdint>
@@ -15,10 +15,10 @@ namespace vg::detail {
 // AVX-512 and the shape is one this kernel is faster for; returns false (and touches
 // nothing) otherwise. Two cases: A not transposed with k up to about a thousand (a linear
 // layer's forward and input gradient), and A transposed, B not, with a long k (its weight
-// gradient). Each element of C is one fused multiply-add chain over k in order (over chunks
-// of k in order, for the second), so the bits do not depend on how rows are shared among
-// threads. With `start` (n values, e.g. a bias; first case only) each chain starts from
-// start[j] instead of zero, and alpha then scales the whole chain.
+// gradient). Each element of C is a fused multiply-add chain over each chunk of 256 terms
+// of k, the chunks added to C in order, so the bits depend on the shape alone, not on how
+// rows are shared among threads. With `start` (n values, e.g. a bias; first case only) each chain
+// starts from start[j] instead of zero, and alpha then scales the whole chain.
 bool gemm_avx512(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                  int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
                  const float* start = nullptr);
