@@ -34,9 +34,6 @@ int64_t row_block(int64_t rows) {
   return std::max<int64_t>(64, (rows + 255) / 256);
 }
 
-// Channels per work item when a kernel reduces over the rows of one sample.
-constexpr int64_t kChannelBlock = 64;
-
 // Work items per thread so that each thread gets about 32k elements: small tensors stay on
 // the calling thread.
 int64_t grain_for(int64_t elements_per_item) {
@@ -162,7 +159,6 @@ Tensor grn_values(const Tensor& x, const Tensor& gamma, const Tensor& beta, doub
   check_channel_param("global_response_norm", "beta", beta, x);
   const int64_t B = x.size(0), C = x.size(-1);
   const int64_t S = B * C > 0 ? x.numel() / (B * C) : 0;
-  const int64_t cblocks = (C + kChannelBlock - 1) / kChannelBlock;
 
   stats.assign(B * (2 * C + 1), 0.0);
   double *norm = stats.data(), *n = norm + B * C, *divisor = n + B * C;
@@ -171,34 +167,29 @@ Tensor grn_values(const Tensor& x, const Tensor& gamma, const Tensor& beta, doub
     using T = decltype(z);
     const T *px = x.data<T>(), *pgam = gamma.data<T>(), *pbet = beta.data<T>();
     T* py = out.data<T>();
-    // Sums of squares per (sample, block of channels), over s in order.
-    parallel_for(B * cblocks, grain_for(S * std::min(C, kChannelBlock)),
-                 [&](int64_t w0, int64_t w1) {
-                   for (int64_t w = w0; w < w1; ++w) {
-                     const int64_t b = w / cblocks, c0 = (w % cblocks) * kChannelBlock;
-                     const int64_t c1 = std::min(C, c0 + kChannelBlock);
-                     double* acc = norm + b * C;
-                     for (int64_t s = 0; s < S; ++s) {
-                       const T* xr = px + (b * S + s) * C;
-                       for (int64_t c = c0; c < c1; ++c) acc[c] += double(xr[c]) * double(xr[c]);
-                     }
-                     for (int64_t c = c0; c < c1; ++c) acc[c] = std::sqrt(acc[c]);
-                   }
-                 });
-    for (int64_t b = 0; b < B; ++b) {
-      double mu = 0;
-      for (int64_t c = 0; c < C; ++c) mu += norm[b * C + c];
-      divisor[b] = mu / double(C) + eps;
-      for (int64_t c = 0; c < C; ++c) n[b * C + c] = norm[b * C + c] / divisor[b];
-    }
-    // The output in the order of the reference: x + (beta + gamma * (x * n)).
-    parallel_for(B * S, grain_for(C), [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
-        const double* nb = n + (r / S) * C;
-        const T* xr = px + r * C;
-        T* yr = py + r * C;
-        for (int64_t c = 0; c < C; ++c)
-          yr[c] = xr[c] + (pbet[c] + pgam[c] * (xr[c] * static_cast<T>(nb[c])));
+    // One sample at a time: its S x C values (a few hundred KB at most in a ViT) are read
+    // from memory once for the sums of squares and again from L2 for the output.
+    parallel_for(B, grain_for(S * C), [&](int64_t b0, int64_t b1) {
+      for (int64_t b = b0; b < b1; ++b) {
+        double *acc = norm + b * C, *nb = n + b * C;
+        for (int64_t s = 0; s < S; ++s) {  // sums of squares over s in order
+          const T* xr = px + (b * S + s) * C;
+          for (int64_t c = 0; c < C; ++c) acc[c] += double(xr[c]) * double(xr[c]);
+        }
+        double mu = 0;
+        for (int64_t c = 0; c < C; ++c) {
+          acc[c] = std::sqrt(acc[c]);
+          mu += acc[c];
+        }
+        divisor[b] = mu / double(C) + eps;
+        for (int64_t c = 0; c < C; ++c) nb[c] = acc[c] / divisor[b];
+        // The output in the order of the reference: x + (beta + gamma * (x * n)).
+        for (int64_t s = 0; s < S; ++s) {
+          const T* xr = px + (b * S + s) * C;
+          T* yr = py + (b * S + s) * C;
+          for (int64_t c = 0; c < C; ++c)
+            yr[c] = xr[c] + (pbet[c] + pgam[c] * (xr[c] * static_cast<T>(nb[c])));
+        }
       }
     });
   });
@@ -210,7 +201,6 @@ std::vector<Tensor> grn_grads(const Tensor& xs, const Tensor& gs, const std::vec
                               const Tensor& G, bool need_x, bool need_gamma, bool need_beta) {
   const int64_t B = xs.size(0), C = xs.size(-1);
   const int64_t S = B * C > 0 ? xs.numel() / (B * C) : 0;
-  const int64_t cblocks = (C + kChannelBlock - 1) / kChannelBlock;
   const double *norm = stats.data(), *n = norm + B * C, *divisor = n + B * C;
   // Per (b, c): P = sum_s G*x (so dL/dn_c = gamma_c * P) and Q = sum_s G.
   std::vector<double> P(B * C, 0.0), Q(B * C, 0.0);
@@ -220,20 +210,42 @@ std::vector<Tensor> grn_grads(const Tensor& xs, const Tensor& gs, const std::vec
   dispatch(G.dtype(), [&](auto z) {
     using T = decltype(z);
     const T *pG = G.data<T>(), *px = xs.data<T>(), *pgam = gs.data<T>();
-    parallel_for(B * cblocks, grain_for(S * std::min(C, kChannelBlock)),
-                 [&](int64_t w0, int64_t w1) {
-                   for (int64_t w = w0; w < w1; ++w) {
-                     const int64_t b = w / cblocks, c0 = (w % cblocks) * kChannelBlock;
-                     const int64_t c1 = std::min(C, c0 + kChannelBlock);
-                     for (int64_t s = 0; s < S; ++s) {
-                       const T *gr = pG + (b * S + s) * C, *xr = px + (b * S + s) * C;
-                       for (int64_t c = c0; c < c1; ++c) {
-                         P[b * C + c] += double(gr[c]) * double(xr[c]);
-                         Q[b * C + c] += double(gr[c]);
-                       }
-                     }
-                   }
-                 });
+    T* pgx = need_x ? gx.data<T>() : nullptr;
+    // One sample at a time, as in the forward: its G and x are read from memory once for the
+    // sums and again from L2 for dx.
+    parallel_for(B, grain_for(S * C), [&](int64_t b0, int64_t b1) {
+      std::vector<double> direct(C), through_norm(C);
+      for (int64_t b = b0; b < b1; ++b) {
+        double *Pb = P.data() + b * C, *Qb = Q.data() + b * C;
+        for (int64_t s = 0; s < S; ++s) {
+          const T *gr = pG + (b * S + s) * C, *xr = px + (b * S + s) * C;
+          for (int64_t c = 0; c < C; ++c) {
+            Pb[c] += double(gr[c]) * double(xr[c]);
+            Qb[c] += double(gr[c]);
+          }
+        }
+        if (!pgx) continue;
+        // dx_sc = G_sc (1 + gamma_c n_c) + x_sc * (dL/dg_c / g_c), with
+        // dL/dg_k = (a_k - mean_c(a_c n_c)) / (mu + eps), a_c = gamma_c P_c, and the x/g
+        // factor taken as 0 where g_c == 0 (PyTorch's masked norm backward).
+        const double* nb = n + b * C;
+        double an = 0;
+        for (int64_t c = 0; c < C; ++c) an += double(pgam[c]) * Pb[c] * nb[c];
+        an /= double(C);
+        for (int64_t c = 0; c < C; ++c) {
+          const double dL_dg = (double(pgam[c]) * Pb[c] - an) / divisor[b];
+          const double g = norm[b * C + c];
+          direct[c] = 1.0 + double(pgam[c]) * nb[c];
+          through_norm[c] = g > 0 ? dL_dg / g : 0.0;
+        }
+        for (int64_t s = 0; s < S; ++s) {
+          const T *gr = pG + (b * S + s) * C, *xr = px + (b * S + s) * C;
+          T* dr = pgx + (b * S + s) * C;
+          for (int64_t c = 0; c < C; ++c)
+            dr[c] = static_cast<T>(double(gr[c]) * direct[c] + double(xr[c]) * through_norm[c]);
+        }
+      }
+    });
     // d beta_c = sum_{b,s} G;  d gamma_c = sum_{b,s} G*x*n_c = sum_b n_bc P_bc.
     for (int64_t c = 0; c < C; ++c) {
       double db = 0, dg = 0;
@@ -244,34 +256,6 @@ std::vector<Tensor> grn_grads(const Tensor& xs, const Tensor& gs, const std::vec
       if (need_beta) gbeta.data<T>()[c] = static_cast<T>(db);
       if (need_gamma) ggamma.data<T>()[c] = static_cast<T>(dg);
     }
-    if (!need_x) return;
-    // dx_sc = G_sc (1 + gamma_c n_c) + x_sc * (dL/dg_c / g_c), with
-    // dL/dg_k = (a_k - mean_c(a_c n_c)) / (mu + eps), a_c = gamma_c P_c, and the x/g
-    // factor taken as 0 where g_c == 0 (PyTorch's masked norm backward).
-    std::vector<double> direct(B * C), through_norm(B * C);
-    for (int64_t b = 0; b < B; ++b) {
-      const double* nb = n + b * C;
-      double an = 0;
-      for (int64_t c = 0; c < C; ++c) an += double(pgam[c]) * P[b * C + c] * nb[c];
-      an /= double(C);
-      for (int64_t c = 0; c < C; ++c) {
-        const double dL_dg = (double(pgam[c]) * P[b * C + c] - an) / divisor[b];
-        const double g = norm[b * C + c];
-        direct[b * C + c] = 1.0 + double(pgam[c]) * nb[c];
-        through_norm[b * C + c] = g > 0 ? dL_dg / g : 0.0;
-      }
-    }
-    T* pgx = gx.data<T>();
-    parallel_for(B * S, grain_for(C), [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
-        const int64_t b = r / S;
-        const double *k1 = direct.data() + b * C, *k2 = through_norm.data() + b * C;
-        const T *gr = pG + r * C, *xr = px + r * C;
-        T* dr = pgx + r * C;
-        for (int64_t c = 0; c < C; ++c)
-          dr[c] = static_cast<T>(double(gr[c]) * k1[c] + double(xr[c]) * k2[c]);
-      }
-    });
   });
   return std::vector<Tensor>{gx, ggamma, gbeta};
 }
