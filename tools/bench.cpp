@@ -27,6 +27,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+const char* env_or_unset(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? value : "unset";
+}
+
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
@@ -155,9 +160,8 @@ int run_bench(const std::vector<std::string>& argv) {
                                 {"threads", num_threads()},
                                 {"batch", batch},
                                 {"blas_core", core},
-                                {"omp_wait_policy", std::getenv("OMP_WAIT_POLICY")
-                                                        ? std::getenv("OMP_WAIT_POLICY")
-                                                        : "unset"}}
+                                {"omp_wait_policy", env_or_unset("OMP_WAIT_POLICY")},
+                                {"gomp_spincount", env_or_unset("GOMP_SPINCOUNT")}}
                      .dump()
               << "\n";
   } else {
@@ -170,7 +174,9 @@ int run_bench(const std::vector<std::string>& argv) {
               << ")\n"
               << "peak RSS: " << rss << " MB\n"
               << "heap allocations per step: " << allocs << "\n"
-              << "threads: " << num_threads() << "  OpenBLAS kernels: " << core << "\n";
+              << "threads: " << num_threads() << "  OpenBLAS kernels: " << core
+              << "  OMP_WAIT_POLICY: " << env_or_unset("OMP_WAIT_POLICY")
+              << "  GOMP_SPINCOUNT: " << env_or_unset("GOMP_SPINCOUNT") << "\n";
   }
   if (const std::string note = blas_core_note(); !note.empty()) std::cerr << note << "\n";
   if (args.on("--profile")) print_profile(profile_copy, steps);

@@ -76,7 +76,16 @@ TEST_CASE("OPENBLAS_CORETYPE: a narrower family is dropped unless VITGRAD_KEEP_C
   }
 }
 
-TEST_CASE("OMP_WAIT_POLICY: unset means passive, a value the user sets is kept") {
-  CHECK(bench_json("", "env -u OMP_WAIT_POLICY").at("omp_wait_policy") == "passive");
-  CHECK(bench_json("", "OMP_WAIT_POLICY=active").at("omp_wait_policy") == "active");
+TEST_CASE("OMP_WAIT_POLICY: unset means passive after a short spin; what the user sets is kept") {
+  const nlohmann::json unset = bench_json("", "env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT");
+  CHECK(unset.at("omp_wait_policy") == "passive");
+  CHECK(unset.at("gomp_spincount") == "1000");
+  const nlohmann::json active = bench_json("", "env -u GOMP_SPINCOUNT OMP_WAIT_POLICY=active");
+  CHECK(active.at("omp_wait_policy") == "active");
+  CHECK(active.at("gomp_spincount") == "unset");
+  const nlohmann::json passive = bench_json("", "env -u GOMP_SPINCOUNT OMP_WAIT_POLICY=passive");
+  CHECK(passive.at("gomp_spincount") == "unset");  // purely passive, as asked
+  const nlohmann::json spin = bench_json("", "env -u OMP_WAIT_POLICY GOMP_SPINCOUNT=50");
+  CHECK(spin.at("omp_wait_policy") == "passive");
+  CHECK(spin.at("gomp_spincount") == "50");
 }
