@@ -28,7 +28,9 @@ std::string graph_to_dot(const Tensor& root) {
   out << "digraph autograd {\n  rankdir=BT;\n  node [fontname=\"Helvetica\", fontsize=10];\n";
   std::unordered_map<const void*, std::string> ids;
   auto id_of = [&](const void* p, bool& fresh) {
-    auto [it, inserted] = ids.emplace(p, "n" + std::to_string(ids.size()));
+    std::string id(1, 'n');
+    id += std::to_string(ids.size());
+    auto [it, inserted] = ids.emplace(p, std::move(id));
     fresh = inserted;
     return it->second;
   };
@@ -40,8 +42,8 @@ std::string graph_to_dot(const Tensor& root) {
     stack.pop_back();
     const std::string id = id_of(n, fresh);
     std::string label = n->op;
-    if (!n->module.empty()) label += "\n" + n->module;
-    label += "\n" + shape_str(n->shape);
+    if (!n->module.empty()) (label += '\n') += n->module;
+    (label += '\n') += shape_str(n->shape);
     out << "  " << id << " [shape=ellipse, label=" << quoted(label) << "];\n";
     for (const Edge& e : n->inputs) {
       if (e.node) {

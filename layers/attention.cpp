@@ -37,7 +37,7 @@ Tensor Attention::forward(const Tensor& x, Tensor* probs) {
 Tensor Attention::forward(const Tensor& x, Tensor* probs, const LinearFusion& fusion) {
   auto scope = enter();
   check_input(x.shape());
-  Tensor qkv = qkv_->forward(x, {.input_norm = fusion.input_norm});
+  Tensor qkv = qkv_->forward(x, {.input_norm = fusion.input_norm, .out_scale = Tensor()});
   Tensor out;
   if (probs) {
     // Step by step, keeping the probabilities: (B, T, 3C) -> (B, T, 3, H, hd) ->

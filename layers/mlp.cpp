@@ -19,7 +19,7 @@ Tensor Mlp::forward(const Tensor& x) {
 
 Tensor Mlp::forward(const Tensor& x, const LinearFusion& fusion) {
   auto scope = enter();
-  Tensor h = fc1_->forward(x, {.input_norm = fusion.input_norm});
+  Tensor h = fc1_->forward(x, {.input_norm = fusion.input_norm, .out_scale = Tensor()});
   // With nothing random between act and fc2, one fused op runs act, GRN and fc2: it keeps
   // fc1's output for backward and recomputes the rest there, instead of keeping one or two
   // more tensors of the hidden size (the largest activations of a block). Dropout commutes

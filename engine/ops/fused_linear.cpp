@@ -122,7 +122,8 @@ Tensor fused_linear(const char* op, const char* input, const Tensor& x, const In
   return record(op, out, inputs, [=](const Tensor& g) {
     const Tensor g2 = g.reshape({rows, out_features});
     std::vector<Tensor> grads(inputs.size());
-    MapState state{.for_backward = true};
+    MapState state;
+    state.for_backward = true;
     bool made = false;  // the map's values (and state) made in this backward
     const bool need_col = need[ib] || (need[is] && bs.defined());
     const Tensor col = need_col ? sum(g2, {0}) : Tensor();
