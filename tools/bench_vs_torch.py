@@ -4,7 +4,8 @@
 For every configuration it runs `vitgrad bench --json` and a plain-PyTorch model with timm's
 ViT semantics (pre-norm blocks, LayerScale, exact GELU, MLP ratio 4, class token, AdamW) on
 random 28x28x1 images, alternating the two engines, on the same threads and in the same
-environment, and prints images/s, the ratio and the peak RSS of each as a Markdown table.
+environment (except for how threads wait, in "best"), and prints images/s, the ratio and the
+peak RSS of each as a Markdown table.
 
 Four environments can be measured:
   passive  OPENBLAS_CORETYPE unset, OMP_WAIT_POLICY=passive for both engines: PyTorch's
