@@ -23,6 +23,15 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
           int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc);
 
+// The same product for a matrix small enough that one thread computes it whole, such as
+// one attention head's: float products go to the engine's kernel (engine/gemm_avx512.h)
+// at any size, without the call overhead and packing of A that OpenBLAS spends on every
+// call; double, and float without AVX-512, as gemm().
+void gemm_small(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+void gemm_small(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
+                int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc);
+
 // Row-major C (m x n) = A (m x k) B^T + bias in every row, with B (n x k) and bias (n) or
 // null: a linear layer's forward. Where the AVX-512 kernel takes the product, the bias is
 // where each sum starts; otherwise C is filled with the bias first and the product added

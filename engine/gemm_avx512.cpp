@@ -2,6 +2,10 @@
 
 #include <immintrin.h>
 
+// GCC 12 inlines the plain (unmasked) shuffles as masked ones with an undefined pass-through
+// vector, and then warns that it may be used uninitialised; it is never read.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -54,7 +58,7 @@ __attribute__((target("avx512f"))) void tile(int64_t k, const float* a, int64_t 
     const __m512 first = !start       ? _mm512_setzero_ps()
                          : v == V - 1 ? _mm512_maskz_loadu_ps(last, start + v * kLanes)
                                       : _mm512_loadu_ps(start + v * kLanes);
-#pragma GCC unroll 8
+#pragma GCC unroll 12
     for (int r = 0; r < R; ++r) acc[r][v] = first;
   }
   for (int64_t p = 0; p < k; ++p) {
@@ -64,7 +68,7 @@ __attribute__((target("avx512f"))) void tile(int64_t k, const float* a, int64_t 
     for (int v = 0; v < V; ++v)
       bv[v] = v == V - 1 ? _mm512_maskz_loadu_ps(last, bp + v * kLanes)
                          : _mm512_loadu_ps(bp + v * kLanes);
-#pragma GCC unroll 8
+#pragma GCC unroll 12
     for (int r = 0; r < R; ++r) {
       const __m512 av = _mm512_set1_ps(TA ? a[p * lda + r] : a[r * lda + p]);
 #pragma GCC unroll 4
@@ -72,7 +76,7 @@ __attribute__((target("avx512f"))) void tile(int64_t k, const float* a, int64_t 
     }
   }
   const __m512 alpha_v = _mm512_set1_ps(alpha), beta_v = _mm512_set1_ps(beta);
-#pragma GCC unroll 8
+#pragma GCC unroll 12
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
     for (int v = 0; v < V; ++v) {
@@ -100,21 +104,72 @@ constexpr const TileFn* kTiles[kRows] = {tiles_of_rows<TA, 1>, tiles_of_rows<TA,
                                          tiles_of_rows<TA, 3>, tiles_of_rows<TA, 4>,
                                          tiles_of_rows<TA, 5>, tiles_of_rows<TA, 6>};
 
+// For a C at most 16 wide (one vector across), a tile of kRows rows has only six fma chains,
+// too few to cover the fma's latency, and one broadcast per fma; these tiles take up to 12
+// rows, enough chains to keep both fma pipes busy.
+constexpr int kNarrowRows = 12;
+template <bool TA>
+constexpr TileFn kNarrowTiles[kNarrowRows] = {tile<TA, 1, 1>,  tile<TA, 2, 1>,  tile<TA, 3, 1>,
+                                              tile<TA, 4, 1>,  tile<TA, 5, 1>,  tile<TA, 6, 1>,
+                                              tile<TA, 7, 1>,  tile<TA, 8, 1>,  tile<TA, 9, 1>,
+                                              tile<TA, 10, 1>, tile<TA, 11, 1>, tile<TA, 12, 1>};
+
+// Out row p = column p of a 16 x 16 block of `in` (rows ld apart): `rows` rows of it exist
+// (the others count as zero) and `cols` columns are read, so `cols` rows of 16 are written
+// (ldo apart). Four rounds of shuffles in registers, where a scalar loop would take a load
+// and a store per element.
+__attribute__((target("avx512f"))) void transpose16(const float* in, int64_t ld, int rows, int cols,
+                                                    float* out, int64_t ldo) {
+  const __mmask16 mask = __mmask16((1u << cols) - 1);
+  __m512 r[16], t[16];
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; ++i)
+    r[i] = i < rows ? _mm512_maskz_loadu_ps(mask, in + i * ld) : _mm512_setzero_ps();
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; i += 2) {  // pairs of rows, element by element
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; i += 4)  // quads of rows: r[i + c] holds columns c, c+4, c+8, c+12
+#pragma GCC unroll 16
+    for (int h = 0; h < 2; ++h) {
+      const __m512d lo = _mm512_castps_pd(t[i + h]), hi = _mm512_castps_pd(t[i + h + 2]);
+      r[i + 2 * h] = _mm512_castpd_ps(_mm512_unpacklo_pd(lo, hi));
+      r[i + 2 * h + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(lo, hi));
+    }
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; i += 8)  // 128-bit quarters of two quads: columns c and c + 8
+#pragma GCC unroll 16
+    for (int c = 0; c < 4; ++c) {
+      t[i + c] = _mm512_shuffle_f32x4(r[i + c], r[i + c + 4], 0x88);
+      t[i + c + 4] = _mm512_shuffle_f32x4(r[i + c], r[i + c + 4], 0xdd);
+    }
+#pragma GCC unroll 16
+  for (int c = 0; c < 8; ++c) {  // the halves of the block: whole columns
+    const __m512 low = _mm512_shuffle_f32x4(t[c], t[c + 8], 0x88);
+    const __m512 high = _mm512_shuffle_f32x4(t[c], t[c + 8], 0xdd);
+    if (c < cols) _mm512_storeu_ps(out + c * ldo, low);
+    if (c + 8 < cols) _mm512_storeu_ps(out + (c + 8) * ldo, high);
+  }
+}
+
 // op(B) (k x n) as panels of 64 columns, each k x 64 and contiguous (the last one padded
 // with zeros). Read in place, B's rows lie ldb floats apart, and at ldb = 256 or more the
 // rows of one panel fall into a few cache sets and evict each other; a B at most 64 wide
-// and not transposed is its own single panel and is read in place.
+// and not transposed is its own single panel and is read in place, and so is any B that is
+// not transposed when the caller asks (a short k, where those evictions cost little).
 class PackedB {
  public:
   // Rows [p0, p0 + k) of op(B), panels [q0, q1), where op(B)[p][j] is b[j * ldb + p] when tb,
   // else b[p * ldb + j]. Shared among the engine's threads unless called inside a parallel
   // region.
   void pack(bool tb, int64_t p0, int64_t k, int64_t n, const float* b, int64_t ldb, int64_t q0 = 0,
-            int64_t q1 = -1) {
+            int64_t q1 = -1, bool any_stride_in_place = false) {
     const int64_t panels = (n + kTileCols - 1) / kTileCols;
     if (q1 < 0) q1 = panels;
     k_ = k;
-    if (!tb && ldb <= kTileCols) {
+    if (!tb && (ldb <= kTileCols || any_stride_in_place)) {
       in_place_ = b + p0 * ldb;
       stride_ = ldb;
       return;
@@ -122,21 +177,36 @@ class PackedB {
     in_place_ = nullptr;
     stride_ = kTileCols;
     if (data_.size() < size_t(panels * k * kTileCols)) data_.resize(panels * k * kTileCols);
+    if (tb) {  // blocks of 16 x 16, transposed in registers
+      const int64_t blocks = (k + kLanes - 1) / kLanes;
+      parallel_for((q1 - q0) * blocks, 16, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          const int64_t q = q0 + r / blocks, p = (r % blocks) * kLanes;
+          const int64_t j0 = q * kTileCols, cols = std::min<int64_t>(kTileCols, n - j0);
+          const int depth = int(std::min<int64_t>(kLanes, k - p));
+          float* to = data_.data() + (q * k + p) * kTileCols;
+          int64_t j = 0;
+          for (; j < cols; j += kLanes)
+            transpose16(b + (j0 + j) * ldb + p0 + p, ldb, int(std::min<int64_t>(kLanes, cols - j)),
+                        depth, to + j, kTileCols);
+          for (int d = 0; d < depth; ++d)
+            std::fill(to + d * kTileCols + j, to + (d + 1) * kTileCols, 0.0f);
+        }
+      });
+      return;
+    }
     parallel_for((q1 - q0) * k, 256, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         const int64_t q = q0 + r / k, p = r % k;
         const int64_t j0 = q * kTileCols, cols = std::min<int64_t>(kTileCols, n - j0);
         float* to = data_.data() + (q * k + p) * kTileCols;
-        if (tb)
-          for (int64_t j = 0; j < cols; ++j) to[j] = b[(j0 + j) * ldb + p0 + p];
-        else
-          std::copy_n(b + (p0 + p) * ldb + j0, cols, to);
+        std::copy_n(b + (p0 + p) * ldb + j0, cols, to);
         std::fill(to + cols, to + kTileCols, 0.0f);
       }
     });
   }
   const float* panel(int64_t q) const {
-    return in_place_ ? in_place_ : data_.data() + q * k_ * kTileCols;
+    return in_place_ ? in_place_ + q * kTileCols : data_.data() + q * k_ * kTileCols;
   }
   int64_t stride() const { return stride_; }
 
@@ -214,6 +284,35 @@ bool gemm_avx512(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                        alpha, a + p, lda, packed, p, p == 0 ? beta : 1.0f, p == 0 ? start : nullptr,
                        c, ldc);
   });
+  return true;
+}
+
+bool gemm_avx512_small(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                       const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
+                       float* c, int64_t ldc) {
+  if ((ta && tb) || m <= 0 || n <= 0 || k <= 0 || !enabled()) return false;
+  thread_local PackedB packed_here;
+  const PackedB& packed = packed_here;
+  const int64_t panels = (n + kTileCols - 1) / kTileCols;
+  for (int64_t p = 0; p < k; p += kChunk) {  // see kChunk
+    const int64_t depth = std::min(kChunk, k - p);
+    const float beta_here = p == 0 ? beta : 1.0f;
+    packed_here.pack(tb, p, depth, n, b, ldb, 0, panels, true);
+    if (n <= kLanes) {
+      const __mmask16 last = __mmask16((1u << n) - 1);
+      for (int64_t i = 0; i < m; i += kNarrowRows) {
+        const int rows = int(std::min<int64_t>(kNarrowRows, m - i));
+        (ta ? kNarrowTiles<true> : kNarrowTiles<false>)[rows - 1](
+            depth, ta ? a + p * lda + i : a + i * lda + p, lda, packed.panel(0), packed.stride(),
+            alpha, beta_here, nullptr, c + i * ldc, ldc, last);
+      }
+    } else if (ta)
+      part_of_c<true>(0, m, 0, panels, n, depth, alpha, a + p * lda, lda, packed, 0, beta_here,
+                      nullptr, c, ldc);
+    else
+      part_of_c<false>(0, m, 0, panels, n, depth, alpha, a + p, lda, packed, 0, beta_here, nullptr,
+                       c, ldc);
+  }
   return true;
 }
 

@@ -23,4 +23,13 @@ bool gemm_avx512(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                  int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
                  const float* start = nullptr);
 
+// The same product for a small matrix that one thread computes whole (one attention head):
+// no size bounds, the products on the calling thread; op(B) is read in place when it is not
+// transposed, and packed with 16 x 16 transposes in registers when it is. Each element is an fma
+// chain over each chunk of 256 terms of k, as above. False (touching nothing) without AVX-512, with
+// VITGRAD_GEMM=blas, with both operands transposed, or for an empty product.
+bool gemm_avx512_small(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                       const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
+                       float* c, int64_t ldc);
+
 }  // namespace vg::detail

@@ -1,18 +1,20 @@
 // Scaled dot-product attention, fused per (batch, head): S = s Q K^T, P = softmax_rows(S),
 // O = P V with s = D^-0.5. The (batch, head) pairs are independent, so they run in
-// parallel, one head per task; within a head the three products are sgemm/dgemm calls on the
-// whole per-head matrices and the softmax is a vectorised row loop with double sums
-// (engine/ops/row_sum.h, vec_math.h).
+// parallel, one head per task; within a head the products are each one call on the whole
+// per-head matrices (engine/blas.h gemm_small), and the softmax is a row loop with double
+// sums (engine/ops/row_sum.h, vec_math.h; for float on AVX-512, attention_rows.h).
 //
 // Threads: heads run in parallel, one task per range of heads, and each product inside a
 // task runs on its thread (engine/blas.h), so the bits do not depend on the thread count.
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "engine/autograd.h"
 #include "engine/blas.h"
 #include "engine/ops.h"
+#include "engine/ops/attention_rows.h"
 #include "engine/ops/row_sum.h"
 #include "engine/ops/vec_math.h"
 #include "engine/parallel.h"
@@ -20,11 +22,12 @@
 namespace vg {
 namespace {
 
-// Row-major C (m x n) = alpha * op(A) op(B), op = transpose when ta / tb.
+// Row-major C (m x n) = alpha * op(A) op(B), op = transpose when ta / tb: one head's
+// product, small enough for the engine's own kernel (engine/blas.h).
 template <class T>
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const T* a, int64_t lda,
           const T* b, int64_t ldb, T* c, int64_t ldc) {
-  vg::gemm(ta, tb, m, n, k, T(alpha), a, lda, b, ldb, T(0), c, ldc);
+  vg::gemm_small(ta, tb, m, n, k, T(alpha), a, lda, b, ldb, T(0), c, ldc);
 }
 
 struct AttentionShape {
@@ -73,6 +76,17 @@ struct HeadView {
   int64_t ld;
 };
 
+// Asks the caches for the rows that the next head will read while this one computes. A
+// head's rows lie 3C floats apart in a packed qkv, too few of them for the hardware
+// prefetcher to follow, and the first loads of each head stalled its products.
+template <class T>
+void prefetch_rows(const T* m, int64_t ld, int64_t rows, int64_t cols) {
+  const int64_t bytes = cols * int64_t(sizeof(T));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t b = 0; b < bytes; b += 64)
+      __builtin_prefetch(reinterpret_cast<const char*>(m + r * ld) + b);
+}
+
 // One row of the softmax in place: subtract the max, exponentiate, divide by the sum.
 template <class T>
 void softmax_row(T* row, int64_t n) {
@@ -82,13 +96,34 @@ void softmax_row(T* row, int64_t n) {
   for (int64_t j = 0; j < n; ++j) row[j] *= inv;
 }
 
+// P = softmax of each of the Tq rows of S (Tk entries each), in place.
+template <class T>
+void softmax_rows(T* p, int64_t Tq, int64_t Tk) {
+  if constexpr (std::is_same_v<T, float>)
+    if (detail::attention_rows_avx512()) return detail::softmax_rows_avx512(p, Tq, Tk);
+  for (int64_t i = 0; i < Tq; ++i) softmax_row(p + i * Tk, Tk);
+}
+
+// dS = P * (dP - D_i) in place of dP, D_i = sum_j dP_ij P_ij in double.
+template <class T>
+void softmax_grad_rows(const T* p, T* ds, int64_t Tq, int64_t Tk) {
+  if constexpr (std::is_same_v<T, float>)
+    if (detail::attention_rows_avx512()) return detail::softmax_grad_rows_avx512(p, ds, Tq, Tk);
+  for (int64_t i = 0; i < Tq; ++i) {
+    const T* pi = p + i * Tk;
+    T* di = ds + i * Tk;
+    const double row_dot = vec::row_sum(Tk, [&](int64_t j) { return double(di[j]) * pi[j]; });
+    for (int64_t j = 0; j < Tk; ++j) di[j] = pi[j] * (di[j] - T(row_dot));
+  }
+}
+
 // Forward of one head: P (Tq, Tk) and O (Tq, D).
 template <class T>
 void attention_head_forward(HeadView<const T> q, HeadView<const T> k, HeadView<const T> v, T* p,
                             HeadView<T> o, const AttentionShape& s, double scale) {
   const int64_t Tq = s.Tq, Tk = s.Tk, D = s.D;
   gemm(false, true, Tq, Tk, D, scale, q.data, q.ld, k.data, k.ld, p, Tk);  // S = s Q K^T
-  for (int64_t i = 0; i < Tq; ++i) softmax_row(p + i * Tk, Tk);            // P = softmax_rows(S)
+  softmax_rows(p, Tq, Tk);                                                 // P
   gemm(false, false, Tq, D, Tk, 1.0, p, Tk, v.data, v.ld, o.data, o.ld);   // O = P V
 }
 
@@ -103,12 +138,7 @@ void attention_head_backward(HeadView<const T> q, HeadView<const T> k, HeadView<
   if (dv.data) gemm(true, false, Tk, D, Tq, 1.0, p, Tk, dout.data, dout.ld, dv.data, dv.ld);
   if (!dq.data && !dk.data) return;
   gemm(false, true, Tq, Tk, D, 1.0, dout.data, dout.ld, v.data, v.ld, ds, Tk);  // dP
-  for (int64_t i = 0; i < Tq; ++i) {
-    const T* pi = p + i * Tk;
-    T* di = ds + i * Tk;
-    const double row_dot = vec::row_sum(Tk, [&](int64_t j) { return double(di[j]) * pi[j]; });
-    for (int64_t j = 0; j < Tk; ++j) di[j] = pi[j] * (di[j] - T(row_dot));
-  }
+  softmax_grad_rows(p, ds, Tq, Tk);                                             // dS
   if (dq.data) gemm(false, false, Tq, D, Tk, scale, ds, Tk, k.data, k.ld, dq.data, dq.ld);
   if (dk.data) gemm(true, false, Tk, D, Tq, scale, ds, Tk, q.data, q.ld, dk.data, dk.ld);
 }
@@ -212,6 +242,9 @@ Tensor qkv_attention(const Tensor& qkv, int64_t num_heads) {
       for_each_head(s, [&](int64_t h0, int64_t h1) {
         for (int64_t h = h0; h < h1; ++h) {
           const T_* q = x + q_at(h);
+          if (h + 1 < h1)
+            for (int part = 0; part < 3; ++part)
+              prefetch_rows(x + q_at(h + 1) + part * C, ld, T, s.D);
           attention_head_forward<T_>({q, ld}, {q + C, ld}, {q + 2 * C, ld}, pp + h * T * T,
                                      {op + o_at(h), C}, s, scale);
         }
@@ -235,6 +268,12 @@ Tensor qkv_attention(const Tensor& qkv, int64_t num_heads) {
         for (int64_t h = h0; h < h1; ++h) {
           const T_* q = x + q_at(h);
           T_* dq = d + q_at(h);
+          if (h + 1 < h1) {
+            for (int part = 0; part < 3; ++part)
+              prefetch_rows(x + q_at(h + 1) + part * C, ld, T, s.D);
+            prefetch_rows(gp + o_at(h + 1), C, T, s.D);
+            prefetch_rows(pp + (h + 1) * T * T, T, T, T);
+          }
           attention_head_backward<T_>({q, ld}, {q + C, ld}, {q + 2 * C, ld}, pp + h * T * T,
                                       {gp + o_at(h), C}, {dq, ld}, {dq + C, ld}, {dq + 2 * C, ld},
                                       ds.data(), s, scale);

@@ -66,8 +66,7 @@ TEST_CASE("attention with V constant across tokens gives a constant output and z
 }
 
 TEST_CASE("attention matches the composed reference, forward and backward") {
-  // (2, 2, 3, 5, 4) runs heads in parallel; (1, 2, 128, 96, 32) is big enough that the
-  // heads run one after the other with OpenBLAS threading each product.
+  // (2, 2, 3, 5, 4): eight small heads; (1, 2, 128, 96, 32): two long ones.
   for (const auto& [T, Tk, D] : {std::tuple{3, 5, 4}, std::tuple{128, 96, 32}}) {
     INFO("T ", T, " Tk ", Tk, " D ", D);
     const int64_t B = T > 100 ? 1 : 2;
@@ -89,6 +88,29 @@ TEST_CASE("attention matches the composed reference, forward and backward") {
   }
 }
 
+// Float heads take the engine's own product kernel (engine/blas.h gemm_small): the head
+// sizes of the ViTs here (T = 17, 50, 65; D = 16, 32, 64) and a single token, against the
+// float64 result, forward and every gradient.
+TEST_CASE("attention in float matches float64 at the ViTs' head sizes") {
+  for (int64_t T : {1, 17, 50, 65})
+    for (int64_t D : {16, 32, 64}) {
+      INFO("T ", T, " D ", D);
+      Tensor q = variable({2, 2, T, D}, 21), k = variable({2, 2, T, D}, 22);
+      Tensor v = variable({2, 2, T, D}, 23), dout = variable({2, 2, T, D}, 24).detach();
+      scaled_dot_product_attention(q, k, v).backward(dout);
+      Tensor q32 = q.detach().to(DType::f32).set_requires_grad();
+      Tensor k32 = k.detach().to(DType::f32).set_requires_grad();
+      Tensor v32 = v.detach().to(DType::f32).set_requires_grad();
+      Tensor out32 = scaled_dot_product_attention(q32, k32, v32);
+      out32.backward(dout.to(DType::f32));
+      CHECK(max_abs_diff(out32.to(DType::f64), scaled_dot_product_attention(q, k, v).detach()) <
+            1e-5);
+      CHECK(max_abs_diff(q32.grad().to(DType::f64), q.grad()) < 1e-4);
+      CHECK(max_abs_diff(k32.grad().to(DType::f64), k.grad()) < 1e-4);
+      CHECK(max_abs_diff(v32.grad().to(DType::f64), v.grad()) < 1e-4);
+    }
+}
+
 TEST_CASE("attention passes gradcheck for q, k and v, with T != Tk and T == Tk") {
   for (const auto& [T, Tk] : {std::pair{3, 5}, std::pair{4, 4}, std::pair{5, 2}}) {
     INFO("T ", T, " Tk ", Tk);
@@ -101,7 +123,7 @@ TEST_CASE("attention passes gradcheck for q, k and v, with T != Tk and T == Tk")
 }
 
 TEST_CASE("attention gives the same bits with 1 and 2 threads") {
-  // (4, 4, 50, 50, 16): heads in parallel; (1, 2, 200, 96, 32): OpenBLAS threads each product.
+  // (4, 4, 50, 50, 16): many heads shared among threads; (1, 2, 200, 96, 32): one each.
   const int previous = num_threads();
   for (const auto& [B, H, T, Tk, D] :
        {std::tuple{4, 4, 50, 50, 16}, std::tuple{1, 2, 200, 96, 32}}) {

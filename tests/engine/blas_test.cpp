@@ -38,7 +38,7 @@ std::vector<T> random_vector(int64_t n, Rng& rng) {
 // Every trans combination of a product of shape (m, n, k), with alpha and beta; the largest
 // error relative to the size of the terms, and whether 1 and 2 threads gave the same bits.
 template <class T>
-void check_products(int64_t m, int64_t n, int64_t k, double tolerance) {
+void check_products(int64_t m, int64_t n, int64_t k, double tolerance, bool small = false) {
   Rng rng(5);
   const int threads = num_threads();
   for (bool ta : {false, true})
@@ -57,8 +57,11 @@ void check_products(int64_t m, int64_t n, int64_t k, double tolerance) {
         for (int t : {1, 2}) {
           set_num_threads(t);
           std::vector<T> c = c0;
-          gemm(ta, tb, m, n, k, T(2), a.data(), ta ? m : k, b.data(), tb ? k : n, beta, c.data(),
-               n);
+          const int64_t lda = ta ? m : k, ldb = tb ? k : n;
+          if (small)
+            gemm_small(ta, tb, m, n, k, T(2), a.data(), lda, b.data(), ldb, beta, c.data(), n);
+          else
+            gemm(ta, tb, m, n, k, T(2), a.data(), lda, b.data(), ldb, beta, c.data(), n);
           got.push_back(c);
         }
         set_num_threads(threads);
@@ -102,6 +105,22 @@ TEST_CASE("gemm: many rows and a short k, at every edge of the kernel's tiles") 
   check_products<float>(16, 16, 256, 1e-5);
   check_products<float>(15, 16, 256, 1e-5);  // too few rows: OpenBLAS
   check_products<float>(31, 70, 700, 1e-5);
+}
+
+// gemm_small takes one attention head's products whole: (T, T, D), (T, D, T) and their
+// transposes. Its kernel reads B in place or transposes it in blocks of 16 x 16, so these
+// cover a single row, partial blocks in both directions (17, 33, 50, 65), one vector across
+// (tiles of up to 12 rows), several 64-wide panels, and k in chunks of 256 (300).
+TEST_CASE("gemm_small: one attention head's products at any size") {
+  for (int64_t t : {1, 17, 50, 65})
+    for (int64_t d : {16, 32, 64}) {
+      check_products<float>(t, t, d, 1e-5, true);
+      check_products<float>(t, d, t, 1e-5, true);
+    }
+  check_products<float>(33, 130, 20, 1e-5, true);
+  check_products<float>(13, 15, 300, 1e-5, true);
+  check_products<float>(40, 70, 300, 1e-5, true);
+  check_products<double>(17, 32, 50, 1e-13, true);
 }
 
 // A linear layer's forward: C = A B^T + bias in every row, with and without a bias, on the
