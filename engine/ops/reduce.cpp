@@ -76,6 +76,26 @@ Tensor reduced_axes_last(const Tensor& a, const std::vector<bool>& reduced, Span
   return t;
 }
 
+// acc[i] += base[r * ld + i] for rows r in [r0, r1), each column in row order. Columns go in
+// groups of kGroup whose sums stay in registers through all the rows (a loop over whole rows
+// stored every sum back to memory once per row); the order of the additions is the same.
+template <class T>
+void column_sums(const T* base, int64_t ld, int64_t r0, int64_t r1, int64_t n, double* acc) {
+  constexpr int64_t kGroup = 64;
+  int64_t i = 0;
+  for (; i + kGroup <= n; i += kGroup) {
+    double group[kGroup];
+    for (int64_t l = 0; l < kGroup; ++l) group[l] = acc[i + l];
+    for (int64_t r = r0; r < r1; ++r) {
+      const T* row = base + r * ld + i;
+      for (int64_t l = 0; l < kGroup; ++l) group[l] += double(row[l]);
+    }
+    for (int64_t l = 0; l < kGroup; ++l) acc[i + l] = group[l];
+  }
+  for (int64_t r = r0; r < r1; ++r)
+    for (int64_t l = i; l < n; ++l) acc[l] += double(base[r * ld + l]);
+}
+
 // out[o, i] = sum over r of src[o, r, i].
 template <class T>
 void sum_kernel(const T* src, T* dst, const Span3& s) {
@@ -109,10 +129,7 @@ void sum_kernel(const T* src, T* dst, const Span3& s) {
                                  i0 = (block % blocks_per_outer) * kBlock;
                    const int64_t n = std::min(kBlock, I - i0);
                    const int64_t r0 = chunk * kRows, r1 = std::min(R, r0 + kRows);
-                   double* acc = part.data() + b * kBlock;
-                   const T* base = src + o * R * I + i0;
-                   for (int64_t r = r0; r < r1; ++r)
-                     for (int64_t i = 0; i < n; ++i) acc[i] += base[r * I + i];
+                   column_sums(src + o * R * I + i0, I, r0, r1, n, part.data() + b * kBlock);
                  }
                });
   parallel_for(s.outer * blocks_per_outer, std::max<int64_t>(1, 8192 / (chunks * kBlock)),
