@@ -23,8 +23,10 @@ std::vector<GradcheckCase> select_cases(const ArgParser& args) {
     std::string known;
     std::set<std::string> families;
     for (const GradcheckCase& c : all) {
-      if (families.insert(gradcheck_family(c.name)).second) known += " " + gradcheck_family(c.name);
-      if (c.name != gradcheck_family(c.name)) known += " " + c.name;
+      // Appended piece by piece: GCC 12 flags `" " + string` with a false -Wrestrict.
+      if (families.insert(gradcheck_family(c.name)).second)
+        known.append(" ").append(gradcheck_family(c.name));
+      if (c.name != gradcheck_family(c.name)) known.append(" ").append(c.name);
     }
     args.fail("unknown check '" + only + "'; known:" + known);
   }

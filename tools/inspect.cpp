@@ -41,7 +41,7 @@ std::vector<Row> summarise(ViT& model, int64_t batch) {
     const size_t dots = std::count(path.begin(), path.end(), '.');
     const bool in_block = path.rfind("blocks.", 0) == 0;
     if (path.empty() || dots > (in_block ? 2u : 0u)) continue;
-    Row r{path, module->type_name()};
+    Row r{path, module->type_name(), {}};
     const Shape in = input_of(path, model, batch);
     r.output = module->output_shape(in);
     r.params = count_params(*module);

@@ -153,8 +153,13 @@ __attribute__((target("avx512f"))) void softmax_grad_rows(const float* p, float*
 }  // namespace
 
 bool attention_rows_avx512() {
-  static const bool has = __builtin_cpu_supports("avx512f");
-  return has;
+#if defined(__AVX512F__) && defined(__FMA__)
+  return true;  // the whole build targets AVX-512, and its generic loops contract to fmas too
+#else
+  // A portable build's generic loops round each multiply and add apart; so that the bits do
+  // not depend on the CPU it runs on, they run alone there.
+  return false;
+#endif
 }
 
 void softmax_rows_avx512(float* p, int64_t rows, int64_t n) {

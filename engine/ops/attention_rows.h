@@ -9,7 +9,8 @@
 
 namespace vg::detail {
 
-// True where the CPU has AVX-512 (the two functions below may be called).
+// True where the build targets AVX-512 (-march=native on such a CPU): the two functions
+// below may be called, and they match the generic loops, compiled with the same fmas.
 bool attention_rows_avx512();
 
 // Each of `rows` rows of n >= 1 entries (stored n apart) = its softmax, in place:
