@@ -2,16 +2,16 @@
 
 #include <immintrin.h>
 
-// GCC 12 inlines the plain (unmasked) shuffles as masked ones with an undefined pass-through
-// vector, and then warns that it may be used uninitialised; it is never read.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
 
 #include "engine/parallel.h"
+
+// GCC 12 inlines the plain (unmasked) shuffles as masked ones with an undefined pass-through
+// vector, and then warns that it may be used uninitialised; it is never read.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 namespace vg::detail {
 namespace {

@@ -28,6 +28,8 @@ std::string graph_to_dot(const Tensor& root) {
   out << "digraph autograd {\n  rankdir=BT;\n  node [fontname=\"Helvetica\", fontsize=10];\n";
   std::unordered_map<const void*, std::string> ids;
   auto id_of = [&](const void* p, bool& fresh) {
+    // Built in place: GCC 12 flags `"n" + string` (and `"\n" + string` below) with a false
+    // -Wrestrict.
     std::string id(1, 'n');
     id += std::to_string(ids.size());
     auto [it, inserted] = ids.emplace(p, std::move(id));

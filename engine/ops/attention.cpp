@@ -2,7 +2,7 @@
 // O = P V with s = D^-0.5. The (batch, head) pairs are independent, so they run in
 // parallel, one head per task; within a head the products are each one call on the whole
 // per-head matrices (engine/blas.h gemm_small), and the softmax is a row loop with double
-// sums (engine/ops/row_sum.h, vec_math.h; for float on AVX-512, attention_rows.h).
+// sums (engine/ops/row_sum.h, vec_math.h; for float in AVX-512 builds, attention_rows.h).
 //
 // Threads: heads run in parallel, one task per range of heads, and each product inside a
 // task runs on its thread (engine/blas.h), so the bits do not depend on the thread count.
@@ -99,16 +99,16 @@ void softmax_row(T* row, int64_t n) {
 // P = softmax of each of the Tq rows of S (Tk entries each), in place.
 template <class T>
 void softmax_rows(T* p, int64_t Tq, int64_t Tk) {
-  if constexpr (std::is_same_v<T, float>)
-    if (detail::attention_rows_avx512()) return detail::softmax_rows_avx512(p, Tq, Tk);
+  if constexpr (std::is_same_v<T, float> && detail::kAttentionRowsAvx512)
+    return detail::softmax_rows_avx512(p, Tq, Tk);
   for (int64_t i = 0; i < Tq; ++i) softmax_row(p + i * Tk, Tk);
 }
 
 // dS = P * (dP - D_i) in place of dP, D_i = sum_j dP_ij P_ij in double.
 template <class T>
 void softmax_grad_rows(const T* p, T* ds, int64_t Tq, int64_t Tk) {
-  if constexpr (std::is_same_v<T, float>)
-    if (detail::attention_rows_avx512()) return detail::softmax_grad_rows_avx512(p, ds, Tq, Tk);
+  if constexpr (std::is_same_v<T, float> && detail::kAttentionRowsAvx512)
+    return detail::softmax_grad_rows_avx512(p, ds, Tq, Tk);
   for (int64_t i = 0; i < Tq; ++i) {
     const T* pi = p + i * Tk;
     T* di = ds + i * Tk;

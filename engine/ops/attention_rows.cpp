@@ -8,6 +8,8 @@
 // pass-through vector, and then warns that it may be used uninitialised; it is never read.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+#if defined(__AVX512F__) && defined(__FMA__)  // kAttentionRowsAvx512 (the header)
+
 namespace vg::detail {
 namespace {
 
@@ -21,7 +23,7 @@ inline __mmask16 lanes_from(int64_t c, int64_t n) {
 // vec::exp (engine/ops/vec_math.h) on 16 lanes, operation for operation as GCC compiles the
 // scalar code (its multiply-adds contracted to fmas), so every float gives the same bits;
 // the clamps keep a NaN as std::min and std::max do.
-__attribute__((target("avx512f"))) __m512 exp16(__m512 x) {
+__m512 exp16(__m512 x) {
   x = _mm512_min_ps(_mm512_set1_ps(88.3f), _mm512_max_ps(_mm512_set1_ps(-87.3f), x));
   const __m512 n =
       _mm512_roundscale_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504f), _mm512_set1_ps(0.5f)),
@@ -39,29 +41,33 @@ __attribute__((target("avx512f"))) __m512 exp16(__m512 x) {
   return _mm512_mul_ps(p, _mm512_castsi512_ps(_mm512_slli_epi32(biased, 23)));
 }
 
-// acc (the eight lanes of vec::row_sum) += the 16 floats of x at columns c..c+15, of which
-// the first `valid` exist: the lower eight first, as row_sum adds element c + l to lane l.
-__attribute__((target("avx512f"))) __m512d add_lanes(__m512d acc, __m512 x, int64_t valid) {
-  const __m256 lo = _mm512_castps512_ps256(x);
-  const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1));
-  const __mmask8 lo_mask = valid >= 8 ? 0xFF : __mmask8((1u << valid) - 1);
-  acc = _mm512_mask_add_pd(acc, lo_mask, acc, _mm512_cvtps_pd(lo));
-  if (valid > 8) {
-    const __mmask8 hi_mask = valid >= 16 ? 0xFF : __mmask8((1u << (valid - 8)) - 1);
-    acc = _mm512_mask_add_pd(acc, hi_mask, acc, _mm512_cvtps_pd(hi));
+// The lower (half 0) or upper eight floats of x, widened to double.
+__m512d widen(__m512 x, int half) {
+  return _mm512_cvtps_pd(half ? _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1))
+                              : _mm512_castps512_ps256(x));
+}
+
+// acc (the eight lanes of vec::row_sum) += term(half) for the halves of a vector at columns
+// c..c+15 of which the first `valid` exist: the lower eight first, as row_sum adds element
+// c + l to lane l.
+template <class Term>
+__m512d add_lanes(__m512d acc, int64_t valid, Term term) {
+  for (int half = 0; half < 2 && 8 * half < valid; ++half) {
+    const int64_t left = valid - 8 * half;
+    acc = _mm512_mask_add_pd(acc, left >= 8 ? 0xFF : __mmask8((1u << left) - 1), acc, term(half));
   }
   return acc;
 }
 
 // row_sum's final tree: ((a0 + a4) + (a1 + a5)) + ((a2 + a6) + (a3 + a7)).
-__attribute__((target("avx512f"))) double combine_lanes(__m512d acc) {
+double combine_lanes(__m512d acc) {
   alignas(64) double a[8];
   _mm512_store_pd(a, acc);
   return ((a[0] + a[4]) + (a[1] + a[5])) + ((a[2] + a[6]) + (a[3] + a[7]));
 }
 
 // The largest of the 16 lanes.
-__attribute__((target("avx512f"))) float largest(__m512 x) {
+float largest(__m512 x) {
   alignas(64) float a[kLanes];
   _mm512_store_ps(a, x);
   float m = a[0];
@@ -76,7 +82,7 @@ constexpr int kRowsAtOnce = 4;
 
 // Softmax of R rows (ld apart) of n >= 1 entries in place.
 template <int R>
-__attribute__((target("avx512f"))) void softmax_rows(float* p, int64_t ld, int64_t n) {
+void softmax_rows(float* p, int64_t ld, int64_t n) {
   // The max in any order is the same number; max(x, acc) keeps acc where x is NaN, as
   // std::max(acc, x) does.
   __m512 top[R];
@@ -99,7 +105,7 @@ __attribute__((target("avx512f"))) void softmax_rows(float* p, int64_t ld, int64
       float* row = p + r * ld + c;
       const __m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(lanes, row), m[r]));
       _mm512_mask_storeu_ps(row, lanes, e);
-      acc[r] = add_lanes(acc[r], e, n - c);
+      acc[r] = add_lanes(acc[r], n - c, [&](int half) { return widen(e, half); });
     }
   }
   __m512 inv[R];
@@ -113,16 +119,9 @@ __attribute__((target("avx512f"))) void softmax_rows(float* p, int64_t ld, int64
   }
 }
 
-// The lower (half 0) or upper eight floats of x, widened to double.
-__attribute__((target("avx512f"))) __m512d widen(__m512 x, int half) {
-  return _mm512_cvtps_pd(half ? _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1))
-                              : _mm512_castps512_ps256(x));
-}
-
 // dS for R rows (ld apart) of P and dP, in place of dP.
 template <int R>
-__attribute__((target("avx512f"))) void softmax_grad_rows(const float* p, float* ds, int64_t ld,
-                                                          int64_t n) {
+void softmax_grad_rows(const float* p, float* ds, int64_t ld, int64_t n) {
   __m512d acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_pd();
   for (int64_t c = 0; c < n; c += kLanes) {  // sum_j double(ds_j) * p_j, in row_sum's lanes
@@ -130,12 +129,8 @@ __attribute__((target("avx512f"))) void softmax_grad_rows(const float* p, float*
     for (int r = 0; r < R; ++r) {
       const __m512 d = _mm512_maskz_loadu_ps(lanes, ds + r * ld + c);
       const __m512 q = _mm512_maskz_loadu_ps(lanes, p + r * ld + c);
-      for (int half = 0; half < 2 && 8 * half < n - c; ++half) {
-        const int64_t valid = n - c - 8 * half;
-        const __mmask8 mask = valid >= 8 ? 0xFF : __mmask8((1u << valid) - 1);
-        acc[r] =
-            _mm512_mask_add_pd(acc[r], mask, acc[r], _mm512_mul_pd(widen(d, half), widen(q, half)));
-      }
+      acc[r] = add_lanes(acc[r], n - c,
+                         [&](int half) { return _mm512_mul_pd(widen(d, half), widen(q, half)); });
     }
   }
   __m512 dot[R];
@@ -152,16 +147,6 @@ __attribute__((target("avx512f"))) void softmax_grad_rows(const float* p, float*
 
 }  // namespace
 
-bool attention_rows_avx512() {
-#if defined(__AVX512F__) && defined(__FMA__)
-  return true;  // the whole build targets AVX-512, and its generic loops contract to fmas too
-#else
-  // A portable build's generic loops round each multiply and add apart; so that the bits do
-  // not depend on the CPU it runs on, they run alone there.
-  return false;
-#endif
-}
-
 void softmax_rows_avx512(float* p, int64_t rows, int64_t n) {
   int64_t i = 0;
   for (; i + kRowsAtOnce <= rows; i += kRowsAtOnce) softmax_rows<kRowsAtOnce>(p + i * n, n, n);
@@ -176,3 +161,5 @@ void softmax_grad_rows_avx512(const float* p, float* ds, int64_t rows, int64_t n
 }
 
 }  // namespace vg::detail
+
+#endif  // kAttentionRowsAvx512
