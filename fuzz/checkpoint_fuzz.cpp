@@ -7,9 +7,9 @@
 #include <optional>
 #include <string>
 
-#include "engine/checkpoint.h"
 #include "engine/data/dataset.h"
 #include "engine/data/loader.h"
+#include "engine/io/checkpoint.h"
 #include "engine/optim/adamw.h"
 #include "engine/optim/param_groups.h"
 #include "models/restore.h"

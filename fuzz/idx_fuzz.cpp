@@ -9,8 +9,8 @@
 #include <cstdio>
 #include <string>
 
+#include "engine/core/error.h"
 #include "engine/data/idx.h"
-#include "engine/error.h"
 
 namespace {
 

@@ -1,7 +1,7 @@
 // GELU as a module, so it appears in a model's tree (timm's Mlp has an "act" child).
 #pragma once
 
-#include "engine/ops.h"
+#include "engine/ops/ops.h"
 #include "layers/module.h"
 
 namespace vg::nn {

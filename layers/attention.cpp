@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "engine/ops.h"
+#include "engine/ops/ops.h"
 #include "layers/channel_check.h"
 
 namespace vg::nn {

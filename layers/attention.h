@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "engine/rng.h"
+#include "engine/core/rng.h"
 #include "layers/dropout.h"
 #include "layers/linear.h"
 #include "layers/module.h"

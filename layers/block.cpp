@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "engine/ops.h"
+#include "engine/ops/ops.h"
 #include "layers/layer_norm.h"
 #include "layers/learnable_scaler.h"
 

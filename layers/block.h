@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "engine/rng.h"
+#include "engine/core/rng.h"
 #include "layers/attention.h"
 #include "layers/dropout.h"
 #include "layers/layer_scale.h"

@@ -1,6 +1,6 @@
 #include "layers/dropout.h"
 
-#include "engine/ops.h"
+#include "engine/ops/ops.h"
 
 namespace vg::nn {
 

@@ -1,6 +1,6 @@
 #include "layers/layer_norm.h"
 
-#include "engine/ops.h"
+#include "engine/ops/ops.h"
 #include "layers/channel_check.h"
 
 namespace vg::nn {

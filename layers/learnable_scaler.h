@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "engine/rng.h"
+#include "engine/core/rng.h"
 #include "layers/module.h"
 
 namespace vg::nn {

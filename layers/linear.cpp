@@ -1,6 +1,6 @@
 #include "layers/linear.h"
 
-#include "engine/ops.h"
+#include "engine/ops/ops.h"
 #include "layers/channel_check.h"
 #include "layers/layer_norm.h"
 #include "layers/learnable_scaler.h"

@@ -4,12 +4,12 @@
 #include <cstdint>
 #include <string>
 
-#include "engine/rng.h"
+#include "engine/core/rng.h"
 #include "layers/module.h"
 
 namespace vg::nn {
 
-// What a Linear can fold into its product (engine/ops.h, "linear fused with its
+// What a Linear can fold into its product (engine/ops/ops.h, "linear fused with its
 // neighbours"): the norm that makes its input (a LayerNorm or LearnableScaler, run again in
 // backward instead of its output being kept) and a per-channel scale of its output (LayerScale).
 struct LinearFusion {

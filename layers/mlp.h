@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "engine/rng.h"
+#include "engine/core/rng.h"
 #include "layers/activation.h"
 #include "layers/dropout.h"
 #include "layers/global_response_norm.h"

@@ -15,9 +15,9 @@
 #include <utility>
 #include <vector>
 
-#include "engine/autograd.h"
-#include "engine/parameter.h"
-#include "engine/tensor.h"
+#include "engine/autograd/autograd.h"
+#include "engine/core/parameter.h"
+#include "engine/core/tensor.h"
 
 namespace vg::nn {
 

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "engine/ops.h"
+#include "engine/ops/ops.h"
 
 namespace vg::nn {
 

@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "engine/rng.h"
+#include "engine/core/rng.h"
 #include "layers/module.h"
 
 namespace vg::nn {

@@ -1,7 +1,7 @@
 #include "models/ema.h"
 
-#include "engine/autograd.h"
-#include "engine/parallel.h"
+#include "engine/autograd/autograd.h"
+#include "engine/core/parallel.h"
 
 namespace vg {
 

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <memory>
 
-#include "engine/ops.h"
+#include "engine/ops/ops.h"
 #include "layers/activation.h"
 #include "layers/attention.h"
 #include "layers/block.h"

@@ -1,9 +1,9 @@
-// The op half of the gradient-check list: every function of engine/ops.h, binary ops with
+// The op half of the gradient-check list: every function of engine/ops/ops.h, binary ops with
 // each way an operand can broadcast (a row, a column, one element, both sides at once).
 #include <cmath>
 
-#include "engine/ops.h"
-#include "engine/rng.h"
+#include "engine/core/rng.h"
+#include "engine/ops/ops.h"
 #include "models/gradcheck_suite.h"
 
 namespace vg {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/gradcheck.h"
+#include "engine/autograd/gradcheck.h"
 
 namespace vg {
 
@@ -18,7 +18,7 @@ struct GradcheckCase {
   std::function<GradcheckResult()> run;  // builds its inputs from fixed seeds, then checks
 };
 
-// Every op in engine/ops.h, broadcast variants included.
+// Every op in engine/ops/ops.h, broadcast variants included.
 std::vector<GradcheckCase> op_gradcheck_cases();
 // Every layer, the blocks with each option, and small ViTs end to end with cross-entropy.
 std::vector<GradcheckCase> module_gradcheck_cases();

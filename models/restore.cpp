@@ -3,7 +3,7 @@
 #include <charconv>
 #include <set>
 
-#include "engine/json_tensor.h"
+#include "engine/io/json_tensor.h"
 
 namespace vg {
 namespace {

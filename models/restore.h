@@ -11,8 +11,8 @@
 #include <optional>
 #include <string>
 
-#include "engine/checkpoint.h"
 #include "engine/data/loader.h"
+#include "engine/io/checkpoint.h"
 #include "engine/optim/optimizer.h"
 #include "engine/optim/schedule.h"
 #include "models/ema.h"

@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "engine/checkpoint.h"
-#include "engine/error.h"
+#include "engine/core/error.h"
+#include "engine/io/checkpoint.h"
 
 namespace vg {
 

@@ -1,7 +1,7 @@
 // TrainOptions as plain data (config.json, checkpoints) and its validation.
 #include <cmath>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "models/training.h"
 
 namespace vg {

@@ -12,11 +12,11 @@
 #include <ostream>
 #include <sstream>
 
-#include "engine/autograd.h"
-#include "engine/checkpoint.h"
+#include "engine/autograd/autograd.h"
 #include "engine/data/loader.h"
-#include "engine/json_tensor.h"
-#include "engine/ops.h"
+#include "engine/io/checkpoint.h"
+#include "engine/io/json_tensor.h"
+#include "engine/ops/ops.h"
 #include "engine/optim/adamw.h"
 #include "engine/optim/clip.h"
 #include "engine/optim/lamb.h"

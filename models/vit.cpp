@@ -1,6 +1,6 @@
 #include "models/vit.h"
 
-#include "engine/ops.h"
+#include "engine/ops/ops.h"
 
 namespace vg {
 

@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include "engine/rng.h"
+#include "engine/core/rng.h"
 #include "layers/block.h"
 #include "layers/dropout.h"
 #include "layers/linear.h"

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 
 namespace vg {
 namespace {

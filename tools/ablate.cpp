@@ -7,9 +7,9 @@
 #include <iostream>
 #include <sstream>
 
-#include "engine/checkpoint.h"
-#include "engine/error.h"
-#include "engine/parallel.h"
+#include "engine/core/error.h"
+#include "engine/core/parallel.h"
+#include "engine/io/checkpoint.h"
 #include "tools/args.h"
 #include "tools/model_flags.h"
 #include "tools/train_flags.h"

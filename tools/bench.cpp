@@ -10,14 +10,14 @@
 #include <iostream>
 #include <optional>
 
-#include "engine/autograd.h"
-#include "engine/blas.h"
-#include "engine/ops.h"
+#include "engine/autograd/autograd.h"
+#include "engine/autograd/profile.h"
+#include "engine/core/parallel.h"
+#include "engine/core/storage.h"
+#include "engine/kernels/blas.h"
+#include "engine/ops/ops.h"
 #include "engine/optim/adamw.h"
 #include "engine/optim/param_groups.h"
-#include "engine/parallel.h"
-#include "engine/profile.h"
-#include "engine/storage.h"
 #include "models/vit.h"
 #include "tools/args.h"
 #include "tools/model_flags.h"

@@ -2,9 +2,9 @@
 #include <cstdio>
 #include <iostream>
 
-#include "engine/gradcheck.h"
-#include "engine/ops.h"
-#include "engine/rng.h"
+#include "engine/autograd/gradcheck.h"
+#include "engine/core/rng.h"
+#include "engine/ops/ops.h"
 #include "tools/args.h"
 
 namespace vg::tools {

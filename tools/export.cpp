@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <iostream>
 
-#include "engine/checkpoint.h"
+#include "engine/io/checkpoint.h"
 #include "models/restore.h"
 #include "tools/args.h"
 

@@ -5,10 +5,10 @@
 #include <iostream>
 #include <sstream>
 
-#include "engine/autograd.h"
-#include "engine/checkpoint.h"
-#include "engine/graph_dot.h"
-#include "engine/ops.h"
+#include "engine/autograd/autograd.h"
+#include "engine/autograd/graph_dot.h"
+#include "engine/io/checkpoint.h"
+#include "engine/ops/ops.h"
 #include "models/vit.h"
 #include "tools/args.h"
 #include "tools/model_flags.h"

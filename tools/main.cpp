@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/blas.h"
-#include "engine/error.h"
+#include "engine/core/error.h"
+#include "engine/kernels/blas.h"
 #include "tools/commands.h"
 
 namespace {

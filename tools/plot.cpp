@@ -11,9 +11,9 @@
 #include <set>
 #include <sstream>
 
-#include "engine/checkpoint.h"
-#include "engine/error.h"
-#include "engine/json_tensor.h"
+#include "engine/core/error.h"
+#include "engine/io/checkpoint.h"
+#include "engine/io/json_tensor.h"
 #include "tools/args.h"
 #include "tools/commands.h"
 #include "tools/svg_chart.h"

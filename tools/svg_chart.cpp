@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 
 namespace vg::tools {
 namespace {

@@ -5,9 +5,9 @@
 #include <iomanip>
 #include <iostream>
 
-#include "engine/autograd.h"
-#include "engine/checkpoint.h"
-#include "engine/parallel.h"
+#include "engine/autograd/autograd.h"
+#include "engine/core/parallel.h"
+#include "engine/io/checkpoint.h"
 #include "models/restore.h"
 #include "models/training.h"
 #include "tools/args.h"

@@ -4,10 +4,10 @@
 #include <cmath>
 #include <filesystem>
 
+#include "engine/core/error.h"
+#include "engine/core/parallel.h"
+#include "engine/core/rng.h"
 #include "engine/data/idx.h"
-#include "engine/error.h"
-#include "engine/parallel.h"
-#include "engine/rng.h"
 
 namespace vg::data {
 namespace {

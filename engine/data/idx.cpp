@@ -9,7 +9,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 
 namespace vg::data {
 namespace {

@@ -4,8 +4,8 @@
 #include <cstring>
 #include <numeric>
 
-#include "engine/error.h"
-#include "engine/parallel.h"
+#include "engine/core/error.h"
+#include "engine/core/parallel.h"
 
 namespace vg::data {
 namespace {

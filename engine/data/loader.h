@@ -9,9 +9,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/core/rng.h"
+#include "engine/core/tensor.h"
 #include "engine/data/dataset.h"
-#include "engine/rng.h"
-#include "engine/tensor.h"
 
 namespace vg::data {
 

@@ -1,29 +1,29 @@
 // Scaled dot-product attention, fused per (batch, head): S = s Q K^T, P = softmax_rows(S),
 // O = P V with s = D^-0.5. The (batch, head) pairs are independent, so they run in
 // parallel, one head per task; within a head the products are each one call on the whole
-// per-head matrices (engine/blas.h gemm_small), and the softmax is a row loop with double
-// sums (engine/ops/row_sum.h, vec_math.h; for float in AVX-512 builds, attention_rows.h).
+// per-head matrices (engine/kernels/blas.h gemm_small), and the softmax is a row loop with double
+// sums (engine/kernels/row_sum.h, vec_math.h; for float in AVX-512 builds, attention_rows.h).
 //
 // Threads: heads run in parallel, one task per range of heads, and each product inside a
-// task runs on its thread (engine/blas.h), so the bits do not depend on the thread count.
+// task runs on its thread (engine/kernels/blas.h), so the bits do not depend on the thread count.
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
 #include <vector>
 
-#include "engine/autograd.h"
-#include "engine/blas.h"
-#include "engine/ops.h"
-#include "engine/ops/attention_rows.h"
-#include "engine/ops/row_sum.h"
-#include "engine/ops/vec_math.h"
-#include "engine/parallel.h"
+#include "engine/autograd/autograd.h"
+#include "engine/core/parallel.h"
+#include "engine/kernels/attention_rows.h"
+#include "engine/kernels/blas.h"
+#include "engine/kernels/row_sum.h"
+#include "engine/kernels/vec_math.h"
+#include "engine/ops/ops.h"
 
 namespace vg {
 namespace {
 
 // Row-major C (m x n) = alpha * op(A) op(B), op = transpose when ta / tb: one head's
-// product, small enough for the engine's own kernel (engine/blas.h).
+// product, small enough for the engine's own kernel (engine/kernels/blas.h).
 template <class T>
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const T* a, int64_t lda,
           const T* b, int64_t ldb, T* c, int64_t ldc) {
@@ -61,7 +61,7 @@ AttentionShape check_attention(const Tensor& q, const Tensor& k, const Tensor& v
 }
 
 // Runs body(h0, h1) over ranges of heads in parallel; inside a task each product runs on
-// the calling thread (engine/blas.h), so a head is always the same sequence of calls.
+// the calling thread (engine/kernels/blas.h), so a head is always the same sequence of calls.
 template <class F>
 void for_each_head(const AttentionShape& s, F&& body) {
   const int64_t work = s.Tq * s.Tk * std::max<int64_t>(s.D, 1);

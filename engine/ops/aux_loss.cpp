@@ -9,8 +9,8 @@
 #include <cmath>
 #include <vector>
 
-#include "engine/autograd.h"
-#include "engine/ops.h"
+#include "engine/autograd/autograd.h"
+#include "engine/ops/ops.h"
 
 namespace vg {
 

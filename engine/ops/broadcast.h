@@ -4,9 +4,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/error.h"
-#include "engine/parallel.h"
-#include "engine/tensor.h"
+#include "engine/core/error.h"
+#include "engine/core/parallel.h"
+#include "engine/core/tensor.h"
 
 namespace vg {
 

@@ -3,10 +3,10 @@
 // lines each: the value and the derivative, side by side.
 #include <cmath>
 
-#include "engine/autograd.h"
-#include "engine/ops.h"
+#include "engine/autograd/autograd.h"
+#include "engine/kernels/gelu_math.h"
 #include "engine/ops/broadcast.h"
-#include "engine/ops/gelu_math.h"
+#include "engine/ops/ops.h"
 
 namespace vg {
 namespace {

@@ -16,12 +16,12 @@
 #include <functional>
 #include <vector>
 
-#include "engine/autograd.h"
-#include "engine/ops.h"
-#include "engine/ops/gelu_math.h"
+#include "engine/autograd/autograd.h"
+#include "engine/core/parallel.h"
+#include "engine/kernels/gelu_math.h"
 #include "engine/ops/linear_parts.h"
 #include "engine/ops/norm_parts.h"
-#include "engine/parallel.h"
+#include "engine/ops/ops.h"
 
 namespace vg {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "engine/tensor.h"
+#include "engine/core/tensor.h"
 
 namespace vg::detail {
 

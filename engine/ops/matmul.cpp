@@ -7,17 +7,17 @@
 //
 // Threads: a batch of small products runs in parallel, one task per range of products, each
 // product on its task's thread; a big product is split over the threads by gemm() itself
-// (engine/blas.h). Either way a product is the same sequence of calls, so the bits do not
+// (engine/kernels/blas.h). Either way a product is the same sequence of calls, so the bits do not
 // depend on the thread count.
 #include <algorithm>
 #include <climits>
 #include <vector>
 
-#include "engine/autograd.h"
-#include "engine/blas.h"
-#include "engine/ops.h"
+#include "engine/autograd/autograd.h"
+#include "engine/core/parallel.h"
+#include "engine/kernels/blas.h"
 #include "engine/ops/linear_parts.h"
-#include "engine/parallel.h"
+#include "engine/ops/ops.h"
 
 namespace vg {
 namespace {

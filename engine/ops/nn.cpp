@@ -6,13 +6,13 @@
 #include <cmath>
 #include <memory>
 
-#include "engine/autograd.h"
-#include "engine/ops.h"
+#include "engine/autograd/autograd.h"
+#include "engine/core/parallel.h"
+#include "engine/core/rng.h"
+#include "engine/kernels/row_sum.h"
+#include "engine/kernels/vec_math.h"
 #include "engine/ops/norm_parts.h"
-#include "engine/ops/row_sum.h"
-#include "engine/ops/vec_math.h"
-#include "engine/parallel.h"
-#include "engine/rng.h"
+#include "engine/ops/ops.h"
 
 namespace vg {
 namespace {

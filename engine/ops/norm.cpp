@@ -7,10 +7,10 @@
 #include <memory>
 #include <vector>
 
-#include "engine/autograd.h"
-#include "engine/ops.h"
+#include "engine/autograd/autograd.h"
+#include "engine/core/parallel.h"
 #include "engine/ops/norm_parts.h"
-#include "engine/parallel.h"
+#include "engine/ops/ops.h"
 
 namespace vg {
 namespace {

@@ -1,8 +1,8 @@
 // patchify: cuts channels-last images into flattened patches. Every input element lands in
 // exactly one output element, so the backward is the inverse gather (no sums).
-#include "engine/autograd.h"
-#include "engine/ops.h"
-#include "engine/parallel.h"
+#include "engine/autograd/autograd.h"
+#include "engine/core/parallel.h"
+#include "engine/ops/ops.h"
 
 namespace vg {
 namespace {

@@ -6,9 +6,9 @@
 #include <limits>
 #include <vector>
 
-#include "engine/autograd.h"
-#include "engine/ops.h"
-#include "engine/parallel.h"
+#include "engine/autograd/autograd.h"
+#include "engine/core/parallel.h"
+#include "engine/ops/ops.h"
 
 namespace vg {
 namespace {

@@ -1,11 +1,12 @@
 // Ops that move elements: permute, transpose, slice, select, cat, broadcast_to. Each one
-// copies (tensors are always contiguous); the gradient moves the elements back.
+// copies (tensors are always contiguous); the gradient moves the elements back. Tensor's own
+// reshape (a view), to and clone are here too.
 #include <cstring>
 
-#include "engine/autograd.h"
-#include "engine/ops.h"
+#include "engine/autograd/autograd.h"
+#include "engine/core/parallel.h"
 #include "engine/ops/broadcast.h"
-#include "engine/parallel.h"
+#include "engine/ops/ops.h"
 
 namespace vg {
 namespace {
@@ -190,6 +191,60 @@ Tensor broadcast_to(const Tensor& a, const Shape& shape) {
   return record("broadcast_to", out, {a}, [in_shape](const Tensor& g) {
     return std::vector<Tensor>{sum_to_shape(g, in_shape)};
   });
+}
+
+// --- the ops that Tensor offers as methods (declared in core/tensor.h) -----------------
+
+Tensor Tensor::reshape(const Shape& new_shape) const {
+  Shape s = new_shape;
+  int64_t known = 1, infer = -1;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == -1) {
+      check(infer < 0, "reshape: more than one -1 in ", shape_str(new_shape));
+      infer = static_cast<int64_t>(i);
+    } else {
+      check(s[i] >= 0, "reshape: negative size in ", shape_str(new_shape));
+      known *= s[i];
+    }
+  }
+  if (infer >= 0) {
+    check(known > 0 && numel() % known == 0, "reshape: cannot reshape ", shape_str(shape()),
+          " to ", shape_str(new_shape));
+    s[infer] = numel() / known;
+  }
+  check(shape_numel(s) == numel(), "reshape: cannot reshape ", shape_str(shape()), " (",
+        numel(), " elements) to ", shape_str(new_shape));
+  Tensor out = detach();
+  out.impl_->name.clear();
+  out.impl_->shape = s;
+  const Shape in_shape = shape();
+  return record("reshape", out, {*this},
+                [in_shape](const Tensor& g) { return std::vector<Tensor>{g.reshape(in_shape)}; });
+}
+
+Tensor Tensor::to(DType target) const {
+  Tensor out = Tensor::empty(shape(), target);
+  dispatch(dtype(), [&](auto zs) {
+    using S = decltype(zs);
+    dispatch(target, [&](auto zt) {
+      using T = decltype(zt);
+      const S* src = data<S>();
+      T* dst = out.data<T>();
+      parallel_for(numel(), 1 << 15, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) dst[i] = static_cast<T>(src[i]);
+      });
+    });
+  });
+  const DType source = dtype();
+  return record("to", out, {*this}, [source](const Tensor& g) {
+    return std::vector<Tensor>{g.to(source)};
+  });
+}
+
+Tensor Tensor::clone() const {
+  Tensor out = Tensor::empty(shape(), dtype());
+  std::memcpy(out.raw_data(), raw_data(), numel() * dtype_size(dtype()));
+  return record("clone", out, {*this}, [](const Tensor& g) { return std::vector<Tensor>{g}; });
 }
 
 }  // namespace vg

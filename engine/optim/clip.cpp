@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "engine/optim/kernels.h"
+#include "engine/kernels/optim_sums.h"
 
 namespace vg::optim {
 

@@ -2,7 +2,7 @@
 // timm's --clip-grad calls). LAMB's own clip, inside Lamb::step, has no epsilon; this one does.
 #pragma once
 
-#include "engine/parameter.h"
+#include "engine/core/parameter.h"
 
 namespace vg::optim {
 

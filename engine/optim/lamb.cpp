@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "engine/kernels/optim_sums.h"
 #include "engine/optim/adamw.h"
-#include "engine/optim/kernels.h"
 
 namespace vg::optim {
 namespace {

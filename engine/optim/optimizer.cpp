@@ -4,7 +4,7 @@
 #include <cmath>
 #include <set>
 
-#include "engine/json_tensor.h"
+#include "engine/io/json_tensor.h"
 
 namespace vg::optim {
 namespace {

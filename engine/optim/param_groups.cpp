@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 
 namespace vg::optim {
 namespace {

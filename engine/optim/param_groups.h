@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/parameter.h"
+#include "engine/core/parameter.h"
 
 namespace vg::optim {
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <vector>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 
 namespace vg::optim {
 namespace {

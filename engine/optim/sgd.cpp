@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "engine/parallel.h"
+#include "engine/core/parallel.h"
 
 namespace vg::optim {
 

@@ -1,4 +1,4 @@
-#include "engine/ops/attention_rows.h"
+#include "engine/kernels/attention_rows.h"
 
 #include <doctest/doctest.h>
 
@@ -7,9 +7,9 @@
 #include <limits>
 #include <vector>
 
-#include "engine/ops/row_sum.h"
-#include "engine/ops/vec_math.h"
-#include "engine/rng.h"
+#include "engine/core/rng.h"
+#include "engine/kernels/row_sum.h"
+#include "engine/kernels/vec_math.h"
 
 using namespace vg;
 

@@ -2,8 +2,8 @@
 
 #include <cmath>
 
-#include "engine/autograd.h"
-#include "engine/parallel.h"
+#include "engine/autograd/autograd.h"
+#include "engine/core/parallel.h"
 #include "tests/engine/fixture_helpers.h"
 #include "tests/engine/gradcheck_helpers.h"
 
@@ -88,7 +88,7 @@ TEST_CASE("attention matches the composed reference, forward and backward") {
   }
 }
 
-// Float heads take the engine's own product kernel (engine/blas.h gemm_small): the head
+// Float heads take the engine's own product kernel (engine/kernels/blas.h gemm_small): the head
 // sizes of the ViTs here (T = 17, 50, 65; D = 16, 32, 64) and a single token, against the
 // float64 result, forward and every gradient.
 TEST_CASE("attention in float matches float64 at the ViTs' head sizes") {

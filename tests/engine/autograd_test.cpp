@@ -2,8 +2,8 @@
 
 #include <cmath>
 
-#include "engine/autograd.h"
-#include "engine/ops.h"
+#include "engine/autograd/autograd.h"
+#include "engine/ops/ops.h"
 
 using namespace vg;
 

@@ -2,8 +2,8 @@
 
 #include <cmath>
 
-#include "engine/autograd.h"
-#include "engine/error.h"
+#include "engine/autograd/autograd.h"
+#include "engine/core/error.h"
 #include "tests/engine/gradcheck_helpers.h"
 
 using namespace vg;

@@ -1,12 +1,12 @@
-#include "engine/blas.h"
+#include "engine/kernels/blas.h"
 
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <vector>
 
-#include "engine/parallel.h"
-#include "engine/rng.h"
+#include "engine/core/parallel.h"
+#include "engine/core/rng.h"
 
 using namespace vg;
 
@@ -88,7 +88,7 @@ TEST_CASE("gemm: wide products (cut into blocks of rows or columns) match the re
   check_products<double>(300, 70, 50, 1e-13);
 }
 
-// Float products with many rows and a short k take the AVX-512 kernel (engine/gemm_avx512.h)
+// Float products with many rows and a short k take the AVX-512 kernel (engine/kernels/gemm_avx512.h)
 // where the CPU has it: tiles of 6 rows by 64 columns, so these cover a remainder of 1 to 5
 // rows, a last column vector of 1 to 15 lanes, one to four vectors across, and k at both of
 // the kernel's bounds (8 and 768) and just outside them (7 and 769: OpenBLAS).

@@ -1,4 +1,4 @@
-#include "engine/checkpoint.h"
+#include "engine/io/checkpoint.h"
 
 #include <doctest/doctest.h>
 #include <sys/resource.h>
@@ -12,7 +12,7 @@
 #include <fstream>
 #include <limits>
 
-#include "engine/rng.h"
+#include "engine/core/rng.h"
 
 using namespace vg;
 namespace fs = std::filesystem;

@@ -9,10 +9,10 @@
 #include <map>
 #include <set>
 
+#include "engine/core/error.h"
+#include "engine/core/rng.h"
 #include "engine/data/dataset.h"
 #include "engine/data/idx.h"
-#include "engine/error.h"
-#include "engine/rng.h"
 
 using namespace vg;
 using namespace vg::data;

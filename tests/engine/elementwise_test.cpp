@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "engine/parallel.h"
+#include "engine/core/parallel.h"
 #include "tests/engine/gradcheck_helpers.h"
 
 using namespace vg;

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "engine/tensor.h"
+#include "engine/core/tensor.h"
 
 namespace vg::testing {
 

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/autograd.h"
-#include "engine/parallel.h"
-#include "engine/storage.h"
+#include "engine/autograd/autograd.h"
+#include "engine/core/parallel.h"
+#include "engine/core/storage.h"
 #include "tests/engine/gradcheck_helpers.h"
 
 using namespace vg;

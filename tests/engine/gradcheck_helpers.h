@@ -6,9 +6,9 @@
 #include <cstdlib>
 #include <string>
 
-#include "engine/gradcheck.h"
-#include "engine/ops.h"
-#include "engine/rng.h"
+#include "engine/autograd/gradcheck.h"
+#include "engine/core/rng.h"
+#include "engine/ops/ops.h"
 
 namespace vg::testing {
 

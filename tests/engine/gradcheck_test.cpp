@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "engine/autograd.h"
+#include "engine/autograd/autograd.h"
 #include "tests/engine/gradcheck_helpers.h"
 
 using namespace vg;

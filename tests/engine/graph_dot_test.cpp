@@ -1,8 +1,8 @@
 #include <doctest/doctest.h>
 
-#include "engine/autograd.h"
-#include "engine/graph_dot.h"
-#include "engine/ops.h"
+#include "engine/autograd/autograd.h"
+#include "engine/autograd/graph_dot.h"
+#include "engine/ops/ops.h"
 
 using namespace vg;
 

@@ -1,4 +1,4 @@
-#include "engine/json_tensor.h"
+#include "engine/io/json_tensor.h"
 
 #include <doctest/doctest.h>
 

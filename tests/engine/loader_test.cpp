@@ -6,9 +6,9 @@
 #include <cstring>
 #include <set>
 
-#include "engine/error.h"
-#include "engine/parallel.h"
-#include "engine/rng.h"
+#include "engine/core/error.h"
+#include "engine/core/parallel.h"
+#include "engine/core/rng.h"
 
 using namespace vg;
 using namespace vg::data;

@@ -3,8 +3,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/autograd.h"
-#include "engine/parallel.h"
+#include "engine/autograd/autograd.h"
+#include "engine/core/parallel.h"
 #include "tests/engine/gradcheck_helpers.h"
 
 using namespace vg;

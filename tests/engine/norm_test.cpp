@@ -4,8 +4,8 @@
 
 #include <cmath>
 
-#include "engine/autograd.h"
-#include "engine/parallel.h"
+#include "engine/autograd/autograd.h"
+#include "engine/core/parallel.h"
 #include "tests/engine/gradcheck_helpers.h"
 
 using namespace vg;

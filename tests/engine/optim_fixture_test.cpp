@@ -6,8 +6,8 @@
 #include <cmath>
 #include <memory>
 
-#include "engine/json_tensor.h"
-#include "engine/ops.h"
+#include "engine/io/json_tensor.h"
+#include "engine/ops/ops.h"
 #include "engine/optim/adamw.h"
 #include "engine/optim/lamb.h"
 #include "engine/optim/schedule.h"

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/core/rng.h"
 #include "engine/optim/param_groups.h"
-#include "engine/rng.h"
 
 namespace vg::testing {
 

@@ -3,11 +3,11 @@
 
 #include <tuple>
 
-#include "engine/ops.h"
+#include "engine/core/parallel.h"
+#include "engine/ops/ops.h"
 #include "engine/optim/adamw.h"
 #include "engine/optim/clip.h"
 #include "engine/optim/lamb.h"
-#include "engine/parallel.h"
 #include "tests/engine/optim_helpers.h"
 
 using namespace vg;

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <memory>
 
-#include "engine/error.h"
-#include "engine/json_tensor.h"
+#include "engine/core/error.h"
+#include "engine/io/json_tensor.h"
 #include "engine/optim/adamw.h"
 #include "engine/optim/lamb.h"
 #include "engine/optim/schedule.h"

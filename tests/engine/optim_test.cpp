@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "engine/optim/adamw.h"
 #include "engine/optim/clip.h"
 #include "engine/optim/lamb.h"

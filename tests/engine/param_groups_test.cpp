@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 
 using namespace vg;
 using namespace vg::optim;

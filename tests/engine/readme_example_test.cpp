@@ -6,9 +6,9 @@
 #include <iostream>
 #include <sstream>
 
-#include "engine/gradcheck.h"
-#include "engine/ops.h"
-#include "engine/rng.h"
+#include "engine/autograd/gradcheck.h"
+#include "engine/core/rng.h"
+#include "engine/ops/ops.h"
 
 static vg::GradcheckResult readme_example(vg::Tensor& w_grad) {
   // README-BEGIN

@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "engine/parallel.h"
+#include "engine/core/parallel.h"
 #include "tests/engine/gradcheck_helpers.h"
 
 using namespace vg;

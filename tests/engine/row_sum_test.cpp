@@ -1,4 +1,4 @@
-#include "engine/ops/row_sum.h"
+#include "engine/kernels/row_sum.h"
 
 #include <doctest/doctest.h>
 
@@ -6,7 +6,7 @@
 #include <cmath>
 #include <vector>
 
-#include "engine/rng.h"
+#include "engine/core/rng.h"
 
 using namespace vg;
 

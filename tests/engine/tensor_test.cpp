@@ -3,9 +3,9 @@
 #include <cmath>
 #include <cstdint>
 
-#include "engine/ops.h"
-#include "engine/rng.h"
-#include "engine/tensor.h"
+#include "engine/core/rng.h"
+#include "engine/core/tensor.h"
+#include "engine/ops/ops.h"
 
 using namespace vg;
 

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <map>
 
-#include "engine/autograd.h"
-#include "engine/storage.h"
+#include "engine/autograd/autograd.h"
+#include "engine/core/storage.h"
 #include "layers/layer_norm.h"
 #include "layers/learnable_scaler.h"
 #include "tests/layers/module_gradcheck.h"

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "engine/autograd.h"
+#include "engine/autograd/autograd.h"
 #include "tests/layers/module_gradcheck.h"
 
 using namespace vg;

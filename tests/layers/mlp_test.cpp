@@ -2,7 +2,7 @@
 
 #include <doctest/doctest.h>
 
-#include "engine/autograd.h"
+#include "engine/autograd/autograd.h"
 #include "tests/layers/module_gradcheck.h"
 
 using namespace vg;

@@ -4,8 +4,8 @@
 
 #include <limits>
 
-#include "engine/autograd.h"
-#include "engine/ops.h"
+#include "engine/autograd/autograd.h"
+#include "engine/ops/ops.h"
 #include "models/vit.h"
 
 using namespace vg;

@@ -6,9 +6,9 @@
 
 #include <vector>
 
-#include "engine/ops.h"
-#include "engine/parallel.h"
-#include "engine/rng.h"
+#include "engine/core/parallel.h"
+#include "engine/core/rng.h"
+#include "engine/ops/ops.h"
 #include "models/vit.h"
 
 using namespace vg;

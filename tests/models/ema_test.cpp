@@ -2,7 +2,7 @@
 
 #include <doctest/doctest.h>
 
-#include "engine/autograd.h"
+#include "engine/autograd/autograd.h"
 #include "tests/models/vit_helpers.h"
 
 using namespace vg;

@@ -2,8 +2,8 @@
 // the ViT.
 #include <doctest/doctest.h>
 
-#include "engine/autograd.h"
-#include "engine/error.h"
+#include "engine/autograd/autograd.h"
+#include "engine/core/error.h"
 #include "models/training.h"
 #include "models/vit.h"
 

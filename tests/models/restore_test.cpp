@@ -11,8 +11,8 @@
 #include <fstream>
 #include <functional>
 
-#include "engine/json_tensor.h"
-#include "engine/ops.h"
+#include "engine/io/json_tensor.h"
+#include "engine/ops/ops.h"
 #include "engine/optim/adamw.h"
 
 using namespace vg;

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "engine/ops.h"
+#include "engine/ops/ops.h"
 #include "engine/optim/adamw.h"
 #include "models/vit.h"
 

@@ -2,7 +2,7 @@
 
 #include <doctest/doctest.h>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 
 using namespace vg;
 using nlohmann::json;

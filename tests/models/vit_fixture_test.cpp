@@ -3,7 +3,7 @@
 // the logits, the cross-entropy loss and every parameter's gradient.
 #include <doctest/doctest.h>
 
-#include "engine/autograd.h"
+#include "engine/autograd/autograd.h"
 #include "models/vit.h"
 #include "tests/engine/fixture_helpers.h"
 

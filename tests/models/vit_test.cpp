@@ -5,7 +5,7 @@
 #include <cmath>
 #include <tuple>
 
-#include "engine/autograd.h"
+#include "engine/autograd/autograd.h"
 #include "tests/layers/module_gradcheck.h"
 #include "tests/models/vit_helpers.h"
 

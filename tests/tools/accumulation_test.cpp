@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "engine/checkpoint.h"
+#include "engine/io/checkpoint.h"
 #include "tests/tools/cli_helpers.h"
 
 using vg::testing::fresh_dir;

@@ -13,7 +13,7 @@
 #include <optional>
 #include <thread>
 
-#include "engine/checkpoint.h"
+#include "engine/io/checkpoint.h"
 #include "tests/tools/cli_helpers.h"
 
 using vg::testing::fresh_dir;

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "tests/tools/xml_check.h"
 #include "tools/commands.h"
 

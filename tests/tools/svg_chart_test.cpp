@@ -6,7 +6,7 @@
 #include <cmath>
 #include <sstream>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "tests/tools/xml_check.h"
 
 using namespace vg::tools;

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
-#include "engine/checkpoint.h"
+#include "engine/io/checkpoint.h"
 #include "tests/tools/cli_helpers.h"
 
 using nlohmann::json;

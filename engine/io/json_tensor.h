@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "engine/rng.h"
-#include "engine/tensor.h"
+#include "engine/core/rng.h"
+#include "engine/core/tensor.h"
 
 namespace vg {
 

@@ -1,10 +1,10 @@
-#include "engine/graph_dot.h"
+#include "engine/autograd/graph_dot.h"
 
 #include <sstream>
 #include <unordered_map>
 #include <vector>
 
-#include "engine/autograd.h"
+#include "engine/autograd/autograd.h"
 
 namespace vg {
 namespace {

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/tensor.h"
+#include "engine/core/tensor.h"
 
 namespace vg {
 

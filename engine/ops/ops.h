@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/tensor.h"
+#include "engine/core/tensor.h"
 
 namespace vg {
 

@@ -13,7 +13,7 @@
 namespace vg {
 
 int num_threads();
-// Sets the engine's threads; OpenBLAS stays single-threaded (engine/blas.h splits products).
+// Sets the engine's threads; OpenBLAS stays single-threaded (engine/kernels/blas.h splits products).
 void set_num_threads(int n);
 
 // Calls f(begin, end) over [0, n) split into at most num_threads() ranges; runs inline when

@@ -1,11 +1,10 @@
-#include "engine/gradcheck.h"
+#include "engine/autograd/gradcheck.h"
 
 #include <cmath>
 #include <sstream>
 
-#include "engine/autograd.h"
-#include "engine/ops.h"
-#include "engine/rng.h"
+#include "engine/autograd/autograd.h"
+#include "engine/core/rng.h"
 
 namespace vg {
 
@@ -28,9 +27,10 @@ GradcheckResult gradcheck(const TensorFunction& fn, const std::vector<Tensor>& i
           "; gradients are checked in float64 (use .to(DType::f64))");
     check(t.is_leaf(), "gradcheck: input ", i, " is not a leaf tensor");
   }
-  // The projection R turns any output into one scalar that depends on every element.
+  // The projection R turns any output y into one scalar, sum(y * R), that depends on every
+  // element; its gradient with respect to y is R itself.
   Tensor projection;
-  auto objective = [&]() {
+  auto output = [&]() {
     Tensor y = fn(inputs);
     check(y.defined() && y.dtype() == DType::f64, "gradcheck: the function must return a "
                                                   "float64 tensor");
@@ -39,7 +39,15 @@ GradcheckResult gradcheck(const TensorFunction& fn, const std::vector<Tensor>& i
       projection = randn(y.shape(), rng, DType::f64);
     }
     check(y.shape() == projection.shape(), "gradcheck: the output shape changed between calls");
-    return sum(mul(y, projection));
+    return y;
+  };
+  auto objective = [&]() {
+    const Tensor y = output();
+    const double* yv = y.data<double>();
+    const double* r = projection.data<double>();
+    double total = 0;
+    for (int64_t k = 0; k < y.numel(); ++k) total += yv[k] * r[k];
+    return total;
   };
 
   std::vector<Tensor> saved_grads;
@@ -47,7 +55,7 @@ GradcheckResult gradcheck(const TensorFunction& fn, const std::vector<Tensor>& i
     saved_grads.push_back(t.defined() ? t.grad() : Tensor());
     if (t.defined() && t.requires_grad()) const_cast<Tensor&>(t).zero_grad();
   }
-  objective().backward();
+  output().backward(projection);
   std::vector<Tensor> analytic;
   for (const Tensor& t : inputs) analytic.push_back(t.defined() ? t.grad() : Tensor());
 
@@ -61,9 +69,9 @@ GradcheckResult gradcheck(const TensorFunction& fn, const std::vector<Tensor>& i
     for (int64_t j = 0; j < x.numel(); ++j) {
       const double original = p[j];
       p[j] = original + options.eps;
-      const double up = objective().item();
+      const double up = objective();
       p[j] = original - options.eps;
-      const double down = objective().item();
+      const double down = objective();
       p[j] = original;
       const double numeric = (up - down) / (2 * options.eps);
       const double exact = a.defined() ? a.data<double>()[j] : 0.0;

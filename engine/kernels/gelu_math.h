@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "engine/ops/vec_math.h"
+#include "engine/kernels/vec_math.h"
 
 namespace vg::gelu_math {
 
@@ -21,7 +21,7 @@ template <class T>
 T Phi(T x) {
   return T(0.5) * (T(1) + std::erf(x * T(0.7071067811865476)));
 }
-// float: the vectorisable polynomials (engine/ops/vec_math.h); float64 keeps libm's.
+// float: the vectorisable polynomials (engine/kernels/vec_math.h); float64 keeps libm's.
 inline float phi(float x) {
   x = std::min(std::max(x, -13.0f), 13.0f);  // beyond, phi underflows and x * phi(x) is 0
   return 0.3989422804014327f * vec::exp(-0.5f * x * x);

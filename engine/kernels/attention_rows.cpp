@@ -1,4 +1,4 @@
-#include "engine/ops/attention_rows.h"
+#include "engine/kernels/attention_rows.h"
 
 #include <immintrin.h>
 
@@ -20,7 +20,7 @@ inline __mmask16 lanes_from(int64_t c, int64_t n) {
   return n - c >= kLanes ? __mmask16(0xFFFF) : __mmask16((1u << (n - c)) - 1);
 }
 
-// vec::exp (engine/ops/vec_math.h) on 16 lanes, operation for operation as GCC compiles the
+// vec::exp (engine/kernels/vec_math.h) on 16 lanes, operation for operation as GCC compiles the
 // scalar code (its multiply-adds contracted to fmas), so every float gives the same bits;
 // the clamps keep a NaN as std::min and std::max do.
 __m512 exp16(__m512 x) {

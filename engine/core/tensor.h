@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/dtype.h"
-#include "engine/storage.h"
+#include "engine/core/dtype.h"
+#include "engine/core/storage.h"
 
 namespace vg {
 
@@ -54,12 +54,14 @@ class Tensor {
   const std::shared_ptr<Node>& grad_fn() const;
   // Backpropagates from a scalar (gradient 1) or from any tensor with an explicit gradient.
   // The graph is freed afterwards unless retain_graph is true.
+  // backward is the autograd pass (defined in engine/autograd/autograd.cpp).
   void backward(bool retain_graph = false) const;
   void backward(const Tensor& gradient, bool retain_graph = false) const;
   Tensor detach() const;  // the same buffer, cut from the graph
 
   // --- shape and conversion -------------------------------------------------------------
   // A view with the same buffer; one axis may be -1. Differentiable.
+  // reshape, to and clone are differentiable ops (defined in engine/ops/shape.cpp).
   Tensor reshape(const Shape& shape) const;
   Tensor view(const Shape& shape) const { return reshape(shape); }
   Tensor to(DType dtype) const;  // a copy in another dtype (differentiable)

@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <string>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 
 namespace vg {
 

@@ -1,4 +1,4 @@
-#include "engine/parallel.h"
+#include "engine/core/parallel.h"
 
 #include <cblas.h>
 
@@ -14,7 +14,7 @@ int num_threads() {
 void set_num_threads(int n) {
   g_threads = n < 1 ? 1 : n;
   omp_set_num_threads(g_threads);
-  // OpenBLAS stays single-threaded: engine/blas.cpp splits products over these threads.
+  // OpenBLAS stays single-threaded: engine/kernels/blas.cpp splits products over these threads.
   openblas_set_num_threads(1);
 }
 

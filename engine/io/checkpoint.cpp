@@ -1,4 +1,4 @@
-#include "engine/checkpoint.h"
+#include "engine/io/checkpoint.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -13,7 +13,7 @@
 #include <sstream>
 #include <vector>
 
-#include "engine/json_tensor.h"
+#include "engine/io/json_tensor.h"
 
 namespace vg {
 namespace {

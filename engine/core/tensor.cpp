@@ -1,4 +1,4 @@
-#include "engine/tensor.h"
+#include "engine/core/tensor.h"
 
 #include <cmath>
 #include <cstring>
@@ -6,9 +6,8 @@
 #include <ostream>
 #include <sstream>
 
-#include "engine/autograd.h"
-#include "engine/parallel.h"
-#include "engine/rng.h"
+#include "engine/core/parallel.h"
+#include "engine/core/rng.h"
 
 namespace vg {
 
@@ -66,16 +65,6 @@ void Tensor::set_grad(const Tensor& g) {
 void Tensor::zero_grad() { need(impl_).grad = Tensor(); }
 const std::shared_ptr<Node>& Tensor::grad_fn() const { return need(impl_).grad_fn; }
 
-void Tensor::backward(bool retain_graph) const {
-  check(numel() == 1, "backward: the tensor has shape ", shape_str(shape()),
-        "; a non-scalar needs an explicit gradient: backward(gradient)");
-  run_backward(*this, full(shape(), 1.0, dtype()), retain_graph);
-}
-
-void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
-  run_backward(*this, gradient, retain_graph);
-}
-
 Tensor Tensor::detach() const {
   auto impl = std::make_shared<TensorImpl>();
   impl->shape = shape();
@@ -86,57 +75,6 @@ Tensor Tensor::detach() const {
   return Tensor(std::move(impl));
 }
 
-Tensor Tensor::reshape(const Shape& new_shape) const {
-  Shape s = new_shape;
-  int64_t known = 1, infer = -1;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == -1) {
-      check(infer < 0, "reshape: more than one -1 in ", shape_str(new_shape));
-      infer = static_cast<int64_t>(i);
-    } else {
-      check(s[i] >= 0, "reshape: negative size in ", shape_str(new_shape));
-      known *= s[i];
-    }
-  }
-  if (infer >= 0) {
-    check(known > 0 && numel() % known == 0, "reshape: cannot reshape ", shape_str(shape()),
-          " to ", shape_str(new_shape));
-    s[infer] = numel() / known;
-  }
-  check(shape_numel(s) == numel(), "reshape: cannot reshape ", shape_str(shape()), " (",
-        numel(), " elements) to ", shape_str(new_shape));
-  Tensor out = detach();
-  out.impl_->name.clear();
-  out.impl_->shape = s;
-  const Shape in_shape = shape();
-  return record("reshape", out, {*this},
-                [in_shape](const Tensor& g) { return std::vector<Tensor>{g.reshape(in_shape)}; });
-}
-
-Tensor Tensor::to(DType target) const {
-  Tensor out = Tensor::empty(shape(), target);
-  dispatch(dtype(), [&](auto zs) {
-    using S = decltype(zs);
-    dispatch(target, [&](auto zt) {
-      using T = decltype(zt);
-      const S* src = data<S>();
-      T* dst = out.data<T>();
-      parallel_for(numel(), 1 << 15, [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) dst[i] = static_cast<T>(src[i]);
-      });
-    });
-  });
-  const DType source = dtype();
-  return record("to", out, {*this}, [source](const Tensor& g) {
-    return std::vector<Tensor>{g.to(source)};
-  });
-}
-
-Tensor Tensor::clone() const {
-  Tensor out = Tensor::empty(shape(), dtype());
-  std::memcpy(out.raw_data(), raw_data(), numel() * dtype_size(dtype()));
-  return record("clone", out, {*this}, [](const Tensor& g) { return std::vector<Tensor>{g}; });
-}
 
 static int64_t flat_index(const Tensor& t, std::initializer_list<int64_t> index) {
   const Shape& s = t.shape();

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/parallel.h"
-#include "engine/parameter.h"
+#include "engine/core/parallel.h"
+#include "engine/core/parameter.h"
 
 namespace vg::optim {
 

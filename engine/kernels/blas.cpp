@@ -1,4 +1,4 @@
-#include "engine/blas.h"
+#include "engine/kernels/blas.h"
 
 #include <cblas.h>
 #include <strings.h>
@@ -10,8 +10,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "engine/gemm_avx512.h"
-#include "engine/parallel.h"
+#include "engine/core/parallel.h"
+#include "engine/kernels/gemm_avx512.h"
 
 extern "C" char* openblas_get_corename(void);
 

@@ -1,4 +1,4 @@
-#include "engine/gemm_avx512.h"
+#include "engine/kernels/gemm_avx512.h"
 
 #include <immintrin.h>
 
@@ -7,7 +7,7 @@
 #include <cstring>
 #include <vector>
 
-#include "engine/parallel.h"
+#include "engine/core/parallel.h"
 
 // GCC 12 inlines the plain (unmasked) shuffles as masked ones with an undefined pass-through
 // vector, and then warns that it may be used uninitialised; it is never read.

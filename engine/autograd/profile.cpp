@@ -1,4 +1,4 @@
-#include "engine/profile.h"
+#include "engine/autograd/profile.h"
 
 namespace vg {
 namespace {

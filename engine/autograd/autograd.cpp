@@ -1,11 +1,11 @@
-#include "engine/autograd.h"
+#include "engine/autograd/autograd.h"
 
 #include <cmath>
 #include <unordered_map>
 
-#include "engine/ops.h"
-#include "engine/parallel.h"
-#include "engine/profile.h"
+#include "engine/autograd/profile.h"
+#include "engine/core/parallel.h"
+#include "engine/ops/ops.h"
 
 namespace vg {
 namespace {
@@ -271,6 +271,17 @@ void check_finite(const Tensor& t, const char* op, const std::string& module,
   throw Error(cat_str("anomaly: ", std::isnan(value) ? "NaN" : "Inf", " in the ", direction, " of ",
                       op, module.empty() ? "" : " in " + module, " (element ", bad, " of shape ",
                       shape_str(t.shape()), ")"));
+}
+
+// Tensor::backward (declared in core/tensor.h) starts the pass above.
+void Tensor::backward(bool retain_graph) const {
+  check(numel() == 1, "backward: the tensor has shape ", shape_str(shape()),
+        "; a non-scalar needs an explicit gradient: backward(gradient)");
+  run_backward(*this, full(shape(), 1.0, dtype()), retain_graph);
+}
+
+void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
+  run_backward(*this, gradient, retain_graph);
 }
 
 }  // namespace vg

@@ -1,11 +1,11 @@
-#include "engine/storage.h"
+#include "engine/core/storage.h"
 
 #include <cstdlib>
 #include <map>
 #include <mutex>
 #include <new>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 
 namespace vg {
 namespace {

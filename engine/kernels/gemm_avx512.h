@@ -4,7 +4,7 @@
 // the memset or copy of C around it, cost about as much as the multiply-adds. Here only
 // op(B), the small operand, is packed (into 64-column panels that stay in cache), rows of A
 // are broadcast straight from memory, and C is read or written once per chunk of k.
-// Internal to engine/blas.cpp.
+// Internal to engine/kernels/blas.cpp.
 #pragma once
 
 #include <cstdint>

@@ -7,7 +7,7 @@
 // attention head per task) it runs the product on the calling thread.
 //
 // Float products with many rows and a short k (a linear layer over every token of a batch)
-// go to an AVX-512 kernel of the engine's own instead (engine/gemm_avx512.h), where the CPU
+// go to an AVX-512 kernel of the engine's own instead (engine/kernels/gemm_avx512.h), where the CPU
 // has AVX-512 and VITGRAD_GEMM is not "blas".
 #pragma once
 
@@ -24,7 +24,7 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const
           int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc);
 
 // The same product for a matrix small enough that one thread computes it whole, such as
-// one attention head's: float products go to the engine's kernel (engine/gemm_avx512.h)
+// one attention head's: float products go to the engine's kernel (engine/kernels/gemm_avx512.h)
 // at any size, without the call overhead and packing of A that OpenBLAS spends on every
 // call; double, and float without AVX-512, as gemm().
 void gemm_small(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
