@@ -1,11 +1,76 @@
 #include "tools/args.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
 
 namespace vg::tools {
+namespace {
+
+// Optimal string alignment distance: inserting, deleting or replacing a character, and
+// swapping two neighbours ("--warmpu"), each cost one.
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i)
+    for (size_t j = 1; j <= b.size(); ++j) {
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1,
+                          d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[a.size()][b.size()];
+}
+
+// "--steps", "-h": what a forgotten value leaves in its place. "-1" and "-.5" are numbers.
+bool looks_like_flag(const std::string& s) {
+  return s.size() >= 2 && s[0] == '-' && (s[1] == '-' || std::isalpha((unsigned char)s[1]));
+}
+
+// The words of a flag or key in order ("--min-lr", "min_lr" -> "lr min"), so that a name
+// with its words swapped is recognised.
+std::string sorted_words(const std::string& name) {
+  std::vector<std::string> words;
+  std::string word;
+  for (char c : name + "-") {
+    if (c != '-' && c != '_') {
+      word += c;
+    } else if (!word.empty()) {
+      words.push_back(word);
+      word.clear();
+    }
+  }
+  std::sort(words.begin(), words.end());
+  std::string joined;
+  for (const std::string& w : words) joined += w + " ";
+  return joined;
+}
+
+}  // namespace
+
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates) {
+  const size_t dashes = std::min(word.find_first_not_of('-'), word.size());
+  const size_t letters = word.size() - dashes;
+  if (letters >= 2) {  // "--label" is the start of --label-smoothing only
+    std::vector<std::string> longer;
+    for (const std::string& c : candidates)
+      if (c.size() > word.size() && c.compare(0, word.size(), word) == 0) longer.push_back(c);
+    if (longer.size() == 1) return longer[0];
+    for (const std::string& c : candidates)
+      if (sorted_words(c) == sorted_words(word)) return c;
+  }
+  std::string best;
+  size_t best_distance = std::max<size_t>(1, letters / 3) + 1;
+  for (const std::string& c : candidates) {
+    const size_t d = edit_distance(word, c);
+    if (d < best_distance) best = c, best_distance = d;
+  }
+  return best;
+}
 
 ArgParser::ArgParser(std::string command, std::string usage, std::vector<Flag> flags,
                      size_t min_positionals, size_t max_positionals)
@@ -41,7 +106,13 @@ void ArgParser::parse(const std::vector<std::string>& args) {
     const size_t eq = arg.find('=');
     const std::string name = arg.substr(0, eq);
     const Flag* flag = find(name);
-    if (!flag) fail("unknown flag " + name + " (see vitgrad " + command_ + " --help)");
+    if (!flag) {
+      std::vector<std::string> names = {"--help"};
+      for (const Flag& f : flags_) names.push_back(f.name);
+      const std::string guess = did_you_mean(name, names);
+      fail("unknown flag " + name + (guess.empty() ? " (see vitgrad " + command_ + " --help)"
+                                                   : " (did you mean " + guess + "?)"));
+    }
     if (values_.count(name)) fail(name + " given twice");
     if (flag->value_name.empty()) {
       if (eq != std::string::npos) fail(name + " takes no value");
@@ -50,7 +121,11 @@ void ArgParser::parse(const std::vector<std::string>& args) {
       values_[name] = arg.substr(eq + 1);
     } else {
       if (i + 1 >= args.size()) fail(name + " needs a value (" + flag->value_name + ")");
-      values_[name] = args[++i];
+      const std::string& value = args[++i];
+      if (looks_like_flag(value))
+        fail(name + " needs a value, got " + value + " (write " + name + "=" + value +
+             " if that is the value)");
+      values_[name] = value;
     }
   }
   if (positionals_.size() < min_positionals_ || positionals_.size() > max_positionals_) {

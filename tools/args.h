@@ -23,7 +23,10 @@ class ArgParser {
             size_t min_positionals = 0, size_t max_positionals = 0);
 
   // Accepts "--flag VALUE", "--flag=VALUE" and switches; throws UsageError for unknown or
-  // repeated flags, missing values and the wrong number of positional arguments.
+  // repeated flags, missing values and the wrong number of positional arguments. In the
+  // "--flag VALUE" form a value that looks like a flag ("--out --no-augment", "--resume -h")
+  // is refused: the value was most likely forgotten. Negative numbers ("--lr -1") are values,
+  // and "--flag=VALUE" takes any value.
   void parse(const std::vector<std::string>& args);
   bool help_requested() const { return help_; }
   std::string help() const;  // usage line and one line per flag
@@ -50,5 +53,10 @@ class ArgParser {
   std::map<std::string, std::string> values_;
   std::vector<std::string> positionals_;
 };
+
+// The candidate a mistyped `word` most likely meant: one that `word` is the start of (when
+// only one is), or one with the same words in another order ("--lr-min"), else the nearest by edit distance (a swap of two neighbours counts once) if
+// at most a third of its letters differ; "" when none is that close.
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates);
 
 }  // namespace vg::tools

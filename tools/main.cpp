@@ -5,10 +5,12 @@
 #include <cstring>
 #include <iostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/core/error.h"
 #include "engine/kernels/blas.h"
+#include "tools/args.h"
 #include "tools/commands.h"
 
 namespace {
@@ -29,6 +31,15 @@ const char* kUsage =
     "  demo       a short tour of the engine: a function, backward() and gradcheck\n"
     "\n"
     "`vitgrad <command> --help` describes a command.\n";
+
+using Command = int (*)(const std::vector<std::string>&);
+const std::pair<const char*, Command> kCommands[] = {
+    {"train", vg::tools::run_train},         {"eval", vg::tools::run_eval},
+    {"export", vg::tools::run_export},       {"summary", vg::tools::run_summary},
+    {"gradcheck", vg::tools::run_gradcheck}, {"graph", vg::tools::run_graph},
+    {"demo", vg::tools::run_demo},           {"plot", vg::tools::run_plot},
+    {"bench", vg::tools::run_bench},         {"ablate", vg::tools::run_ablate},
+};
 
 // Two libraries read their settings once, when they are loaded, so vitgrad sets them by
 // starting itself again once (at most) with a changed environment:
@@ -85,17 +96,15 @@ int main(int argc, char** argv) {
   const std::string command = argv[1];
   const std::vector<std::string> args(argv + 2, argv + argc);
   try {
-    if (command == "train") return vg::tools::run_train(args);
-    if (command == "eval") return vg::tools::run_eval(args);
-    if (command == "export") return vg::tools::run_export(args);
-    if (command == "summary") return vg::tools::run_summary(args);
-    if (command == "gradcheck") return vg::tools::run_gradcheck(args);
-    if (command == "graph") return vg::tools::run_graph(args);
-    if (command == "demo") return vg::tools::run_demo(args);
-    if (command == "plot") return vg::tools::run_plot(args);
-    if (command == "bench") return vg::tools::run_bench(args);
-    if (command == "ablate") return vg::tools::run_ablate(args);
-    throw vg::tools::UsageError("vitgrad: unknown command '" + command + "' (see vitgrad --help)");
+    std::vector<std::string> names;
+    for (const auto& [name, run] : kCommands) {
+      if (command == name) return run(args);
+      names.push_back(name);
+    }
+    const std::string guess = vg::tools::did_you_mean(command, names);
+    throw vg::tools::UsageError("vitgrad: unknown command '" + command + "'" +
+                                (guess.empty() ? " (see vitgrad --help)"
+                                               : " (did you mean " + guess + "?)"));
   } catch (const vg::tools::UsageError& e) {
     std::cerr << e.what() << "\n";  // already "vitgrad <command>: ..."
     return 2;

@@ -210,3 +210,49 @@ TEST_CASE("--help lists every flag of the documented command line") {
     }
   }
 }
+
+// Checks that `vitgrad ARGS` fails with exit code 2 and one stderr line holding `message`.
+void check_refused(const std::string& args, const std::string& message) {
+  const auto r = vitgrad(args);
+  INFO("vitgrad ", args, "\nstderr: ", r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find(message) != std::string::npos);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK(r.out.empty());
+}
+
+TEST_CASE("a forgotten value is refused, not taken from the next flag") {
+  const fs::path dir = fresh_dir("cli_values");
+  check_refused("train " + kTiny + "--steps 1 --out --no-augment",
+                "vitgrad train: --out needs a value, got --no-augment");
+  CHECK_FALSE(fs::exists(dir / "--no-augment"));
+  CHECK_FALSE(fs::exists("--no-augment"));
+  check_refused("train --resume --steps 5", "--resume needs a value, got --steps");
+  check_refused("eval x.json --split -h", "--split needs a value, got -h");
+  check_refused("plot m.jsonl -o --what loss", "-o needs a value, got --what");
+  // "--flag=VALUE" takes the value as it is: the way to a folder whose name starts with "-".
+  auto r = vitgrad("train " + kTiny + "--steps 1 --out=" + (dir / "--odd").string());
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(fs::exists(dir / "--odd" / "last.json"));
+  // Negative numbers are values, answered by the flag's range.
+  check_refused("train --lr -1", "--lr must be between 0 and 100, got -1");
+  check_refused("train --lr -1e-3", "--lr must be between 0 and 100, got -1e-3");
+  check_refused("train --clip -.5", "--clip must be between 0 and 1e+12, got -.5");
+  check_refused("train --seed -7", "--seed must be at least 0, got -7");
+}
+
+TEST_CASE("an unknown flag or command names the nearest known one") {
+  check_refused("train --warmpu 5", "unknown flag --warmpu (did you mean --warmup?)");
+  check_refused("train --epoch 3", "unknown flag --epoch (did you mean --epochs?)");
+  check_refused("train --label 0.1", "unknown flag --label (did you mean --label-smoothing?)");
+  check_refused("train --no-augmentation", "(did you mean --no-augment?)");
+  check_refused("train --lr-min=0.1", "unknown flag --lr-min (did you mean --min-lr?)");
+  check_refused("eval x.json --jsn", "unknown flag --jsn (did you mean --json?)");
+  check_refused("summary --hlep", "unknown flag --hlep (did you mean --help?)");
+  check_refused("trian", "unknown command 'trian' (did you mean train?)");
+  check_refused("gradchek", "unknown command 'gradchek' (did you mean gradcheck?)");
+  // Nothing close: the pointer to --help instead of a wild guess.
+  check_refused("train --bogus", "unknown flag --bogus (see vitgrad train --help)");
+  check_refused("frobnicate", "unknown command 'frobnicate' (see vitgrad --help)");
+}
