@@ -1,9 +1,7 @@
 #include "tools/model_flags.h"
 
-#include <fstream>
-#include <sstream>
-
 #include "engine/core/error.h"
+#include "tools/config_file.h"
 
 namespace vg::tools {
 
@@ -11,7 +9,8 @@ std::vector<Flag> model_flags() {
   std::string presets;  // from the list itself, so that a new preset shows up here
   for (const std::string& name : preset_names()) presets += (presets.empty() ? "" : ", ") + name;
   return {{"--preset", "NAME", "a named model (default fmnist-tiny): " + presets},
-          {"--config", "FILE", "a ViTConfig JSON file (instead of --preset)"},
+          {"--config", "FILE",
+           "a run's config.json (model and training recipe) or a ViTConfig JSON file"},
           {"--depth", "N", "number of blocks"},
           {"--dim", "N", "embedding dimension"},
           {"--heads", "N", "attention heads"},
@@ -31,19 +30,12 @@ ViTConfig model_from_flags(const ArgParser& args) {
   ViTConfig c;
   try {
     if (args.has("--config")) {
-      const std::string path = args.text("--config");
-      std::ifstream in(path);
-      if (!in) args.fail("cannot read config file " + path);
-      std::stringstream text;
-      text << in.rdbuf();
-      nlohmann::json j;
+      const ConfigFile file = read_config_file(args.text("--config"));
       try {
-        j = nlohmann::json::parse(text.str());
-      } catch (const nlohmann::json::exception&) {
-        args.fail(path + " is not valid JSON");
+        c = ViTConfig::from_json(file.model);
+      } catch (const Error& e) {
+        throw Error(file.path + (file.train ? ": section 'model': " : ": ") + e.what());
       }
-      // A run's config.json holds {"model": ..., "train": ...}; a plain ViTConfig is accepted too.
-      c = ViTConfig::from_json(j.is_object() && j.contains("model") ? j.at("model") : j);
     } else {
       c = preset(args.text("--preset", "fmnist-tiny"));
     }

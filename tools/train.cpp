@@ -68,8 +68,8 @@ int run_train(const std::vector<std::string>& argv) {
                     args.text("--out"), args.integer("--save-every", -1, 0, INT64_MAX / 2),
                     std::cerr, tty);
   } else {
-    // A recipe preset (fmnist-ls-recipe) brings its training options along.
-    TrainOptions o = training_defaults(args.text("--preset"));
+    // A recipe preset (fmnist-ls-recipe) or a run's config.json brings its training options.
+    TrainOptions o = recipe_defaults(args);
     if (args.has("--init")) {
       for (const Flag& f : model_flags())
         if (args.has(f.name))
@@ -79,10 +79,10 @@ int run_train(const std::vector<std::string>& argv) {
       o.model = model_from_flags(args);
     }
     recipe_from_flags(args, o);
-    o.ema = args.number("--ema", 0, 0, 0.999999);
-    o.init = args.text("--init");
+    o.ema = args.number("--ema", o.ema, 0, 0.999999);
+    o.init = args.text("--init", o.init);
     o.out = args.text("--out");
-    o.save_every = args.integer("--save-every", 0, 0, INT64_MAX / 2);
+    o.save_every = args.integer("--save-every", o.save_every, 0, INT64_MAX / 2);
     o.log_every = args.integer("--log-every", o.log_every, 1, INT64_MAX / 2);
     o.progress_tty = tty;
     try {

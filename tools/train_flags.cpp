@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "engine/core/error.h"
+#include "tools/config_file.h"
+
 namespace vg::tools {
 
 std::vector<Flag> recipe_flags() {
@@ -33,6 +36,22 @@ std::vector<Flag> recipe_flags() {
       {"--no-crop", "", "augment with the horizontal flip only"},
       {"--seed", "N", "seed of initialisation, shuffling, augmentation and dropout"},
   };
+}
+
+TrainOptions recipe_defaults(const ArgParser& args) {
+  if (!args.has("--config")) return training_defaults(args.text("--preset"));
+  try {
+    const ConfigFile file = read_config_file(args.text("--config"));
+    if (!file.train) return TrainOptions{};  // a plain ViTConfig: the default recipe
+    try {
+      // The model is checked where it is read (model_from_flags); here only the recipe.
+      return TrainOptions::from_json(*file.train, ViTConfig{});
+    } catch (const Error& e) {
+      throw Error(file.path + ": section 'train': " + e.what());
+    }
+  } catch (const Error& e) {
+    args.fail(e.what());
+  }
 }
 
 void recipe_from_flags(const ArgParser& args, TrainOptions& o) {

@@ -10,6 +10,9 @@
 namespace vg::tools {
 
 std::vector<Flag> recipe_flags();
+// The training options that the flags then override: a --config file's train section (the
+// run it came from, repeated), or those its --preset implies (training_defaults).
+TrainOptions recipe_defaults(const ArgParser& args);
 // Reads the recipe flags over `o` (whose values are the defaults); misuse is a UsageError.
 void recipe_from_flags(const ArgParser& args, TrainOptions& o);
 

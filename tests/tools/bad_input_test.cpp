@@ -206,7 +206,7 @@ TEST_CASE("every bad checkpoint, config, data file and flag is one line and exit
       {"config: not JSON", "train --config " + cfg("broken.cfg") + out,
        "broken.cfg is not valid JSON"},
       {"config: unknown key", "train --config " + cfg("typo.cfg") + out,
-       "ViTConfig: unknown key 'depht'"},
+       "typo.cfg: unknown key 'depht' in the ViTConfig (did you mean 'depth'?)"},
       {"config: wrong type", "train --config " + cfg("type.cfg") + out,
        "ViTConfig: 'embed_dim' must be an integer, got \"wide\""},
       {"config: dim not divisible by heads", "summary --config " + cfg("heads.cfg"),
