@@ -137,8 +137,7 @@ int run_ablate(const std::vector<std::string>& argv) {
   }
   if (!args.has("--out") || args.text("--out").empty())
     args.fail("no output folder (add --out DIR)");
-  if (args.has("--threads"))
-    set_num_threads(static_cast<int>(args.integer("--threads", 0, 1, 256)));
+  threads_from_flags(args);
   TrainOptions recipe = training_defaults("fmnist-ls-recipe");
   recipe.epochs = kDefaultEpochs;
   const ViTConfig base = model_from_flags(args);

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <iostream>
 #include <sstream>
 
 namespace vg::tools {
@@ -88,6 +89,10 @@ const Flag* ArgParser::find(const std::string& name) const {
 
 void ArgParser::fail(const std::string& message) const {
   throw UsageError("vitgrad " + command_ + ": " + message);
+}
+
+void ArgParser::warn(const std::string& message) const {
+  std::cerr << "vitgrad " << command_ << ": warning: " << message << "\n";
 }
 
 void ArgParser::parse(const std::vector<std::string>& args) {

@@ -42,6 +42,8 @@ class ArgParser {
 
   // "vitgrad train: " + message, as a UsageError.
   [[noreturn]] void fail(const std::string& message) const;
+  // "vitgrad train: warning: " + message, one line on stderr; the command goes on.
+  void warn(const std::string& message) const;
 
  private:
   const Flag* find(const std::string& name) const;

@@ -21,6 +21,7 @@
 #include "models/vit.h"
 #include "tools/args.h"
 #include "tools/model_flags.h"
+#include "tools/train_flags.h"
 
 namespace vg::tools {
 namespace {
@@ -100,7 +101,7 @@ int run_bench(const std::vector<std::string>& argv) {
   const int64_t batch = args.integer("--batch", 128, 1, 65536);
   const int64_t steps = args.integer("--steps", 10, 1, 1000000);
   const int64_t warmup = args.integer("--warmup", 2, 0, 1000000);
-  if (args.has("--threads")) set_num_threads(int(args.integer("--threads", 0, 1, 256)));
+  threads_from_flags(args);
 
   ViT model(config, 0);
   model.train();

@@ -35,11 +35,6 @@ std::vector<Flag> train_flags() {
   return flags;
 }
 
-void set_threads(const ArgParser& args) {
-  if (args.has("--threads"))
-    set_num_threads(static_cast<int>(args.integer("--threads", 0, 1, 256)));
-}
-
 }  // namespace
 
 int run_train(const std::vector<std::string>& argv) {
@@ -50,7 +45,7 @@ int run_train(const std::vector<std::string>& argv) {
     std::cout << args.help();
     return 0;
   }
-  set_threads(args);
+  threads_from_flags(args);
   const bool tty = ::isatty(STDERR_FILENO);
   // The first NaN or Inf names its op and module ("blocks.2.attn.proj") instead of
   // surfacing later as a diverged loss.
@@ -117,7 +112,7 @@ int run_eval(const std::vector<std::string>& argv) {
     std::cout << args.help();
     return 0;
   }
-  set_threads(args);
+  threads_from_flags(args);
   const std::string split = args.choice("--split", "test", {"test", "train"});
   const int64_t batch = args.integer("--batch", 500, 1, 65536);
   const std::string path = args.positionals()[0];

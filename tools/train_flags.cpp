@@ -1,9 +1,13 @@
 #include "tools/train_flags.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <cstdint>
+#include <thread>
 
 #include "engine/core/error.h"
+#include "engine/core/parallel.h"
 #include "tools/config_file.h"
 
 namespace vg::tools {
@@ -36,6 +40,28 @@ std::vector<Flag> recipe_flags() {
       {"--no-crop", "", "augment with the horizontal flip only"},
       {"--seed", "N", "seed of initialisation, shuffling, augmentation and dropout"},
   };
+}
+
+namespace {
+
+// The cores this process may run on (its affinity mask: a job scheduler's share, not the
+// machine's count).
+int usable_cores() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return CPU_COUNT(&set);
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+}  // namespace
+
+void threads_from_flags(const ArgParser& args) {
+  if (!args.has("--threads")) return;
+  const int threads = static_cast<int>(args.integer("--threads", 0, 1, 256));
+  const int cores = usable_cores();
+  if (threads > cores)
+    args.warn("--threads " + std::to_string(threads) + " is more than the " +
+              std::to_string(cores) + " cores this process can use; the threads will take turns");
+  set_num_threads(threads);
 }
 
 TrainOptions recipe_defaults(const ArgParser& args) {

@@ -1,6 +1,7 @@
 // The command line as a user meets it, on the synthetic data: train -> eval -> resume ->
 // summary -> plot -> graph, and every misuse answered with one line and exit code 2.
 #include <doctest/doctest.h>
+#include <sched.h>
 
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -255,4 +256,30 @@ TEST_CASE("an unknown flag or command names the nearest known one") {
   // Nothing close: the pointer to --help instead of a wild guess.
   check_refused("train --bogus", "unknown flag --bogus (see vitgrad train --help)");
   check_refused("frobnicate", "unknown command 'frobnicate' (see vitgrad --help)");
+}
+
+TEST_CASE("--threads above the cores this process can use is one warning line") {
+  cpu_set_t set;
+  REQUIRE(sched_getaffinity(0, sizeof(set), &set) == 0);
+  const int cores = CPU_COUNT(&set);
+  if (cores >= 256) return;  // --threads stops at 256: nothing to warn about here
+  const fs::path dir = fresh_dir("cli_threads");
+  const std::string run = (dir / "run").string();
+  const std::string warning = "vitgrad train: warning: --threads " + std::to_string(cores + 1) +
+                              " is more than the " + std::to_string(cores) +
+                              " cores this process can use; the threads will take turns\n";
+  auto r = vitgrad("train --data synthetic --depth 1 --dim 16 --heads 2 --batch 50 --steps 1 "
+                   "--threads " + std::to_string(cores + 1) + " --out " + run);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.rfind(warning, 0) == 0);  // the first line, once
+  CHECK(r.err.find("warning", warning.size()) == std::string::npos);
+  r = vitgrad("eval " + run + "/last.json --json --threads " + std::to_string(cores + 1));
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.find("vitgrad eval: warning: --threads " + std::to_string(cores + 1)) == 0);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK(nlohmann::json::parse(r.out)["count"] == 500);
+  r = vitgrad("eval " + run + "/last.json --json --threads " + std::to_string(cores));
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.empty());
 }
