@@ -206,7 +206,9 @@ std::string ArgParser::choice(const std::string& flag, const std::string& fallba
     if (c == v) return v;
     list += (list.empty() ? "" : "|") + c;
   }
-  fail(flag + " must be one of " + list + ", got '" + v + "'");
+  const std::string guess = did_you_mean(v, choices);
+  fail(flag + " must be one of " + list + ", got '" + v + "'" +
+       (guess.empty() ? "" : " (did you mean " + guess + "?)"));
 }
 
 }  // namespace vg::tools

@@ -253,6 +253,11 @@ TEST_CASE("an unknown flag or command names the nearest known one") {
   check_refused("summary --hlep", "unknown flag --hlep (did you mean --help?)");
   check_refused("trian", "unknown command 'trian' (did you mean train?)");
   check_refused("gradchek", "unknown command 'gradchek' (did you mean gradcheck?)");
+  check_refused("train --opt adam",
+                "--opt must be one of sgd|adamw|lamb, got 'adam' (did you mean adamw?)");
+  check_refused("train --sched cosin", "got 'cosin' (did you mean cosine?)");
+  check_refused("summary --norm learnable-scaler",
+                "got 'learnable-scaler' (did you mean learnable_scaler?)");
   // Nothing close: the pointer to --help instead of a wild guess.
   check_refused("train --bogus", "unknown flag --bogus (see vitgrad train --help)");
   check_refused("frobnicate", "unknown command 'frobnicate' (see vitgrad --help)");
