@@ -4,8 +4,8 @@
 #include <unordered_map>
 
 #include "engine/autograd/profile.h"
-#include "engine/core/parallel.h"
-#include "engine/ops/ops.h"
+#include "engine/kernels/add_arrays.h"
+#include "engine/kernels/axis_sums.h"
 
 namespace vg {
 namespace {
@@ -21,24 +21,43 @@ bool exclusively_owned(const Tensor& t) {
 }
 
 // acc += g, in place when acc is ours alone, otherwise into a new tensor (a gradient may be
-// the very tensor another input received, e.g. both operands of add).
+// the very tensor another input received, e.g. both operands of add). FLOPs are counted as
+// the op add would count them.
 void accumulate(Tensor& acc, const Tensor& g) {
   if (!acc.defined()) {
     acc = g;
     return;
   }
-  if (!exclusively_owned(acc)) {
-    acc = add(acc, g);
-    return;
-  }
+  Tensor sum = exclusively_owned(acc) ? acc : Tensor::empty(acc.shape(), acc.dtype());
   dispatch(acc.dtype(), [&](auto z) {
     using T = decltype(z);
-    T* a = acc.data<T>();
-    const T* b = g.data<T>();
-    parallel_for(acc.numel(), 1 << 15, [&](int64_t i0, int64_t i1) {
-      for (int64_t i = i0; i < i1; ++i) a[i] += b[i];
-    });
+    kernels::add_arrays(acc.data<T>(), g.data<T>(), sum.data<T>(), acc.numel());
   });
+  if (sum.impl_ptr() != acc.impl_ptr()) add_flops(double(acc.numel()));
+  acc = sum;
+}
+
+// g summed over the axes along which `shape` was broadcast to g's shape (leading axes it
+// lacks, axes where it has 1), with the kernel and summation order of the op `sum`.
+Tensor sum_broadcast_axes(const Tensor& g, const Shape& shape, const Node& node) {
+  const int64_t extra = g.dim() - static_cast<int64_t>(shape.size());
+  check(extra >= 0, "backward of ", node.op, ": gradient of shape ", shape_str(g.shape()),
+        " has fewer axes than input shape ", shape_str(shape));
+  std::vector<bool> reduced(g.dim(), false);
+  for (int64_t i = 0; i < g.dim(); ++i) {
+    const int64_t want = i < extra ? 1 : shape[i - extra];
+    check(i < extra || want == g.shape()[i] || want == 1, "backward of ", node.op,
+          ": gradient of shape ", shape_str(g.shape()), " does not fit input shape ",
+          shape_str(shape));
+    reduced[i] = i < extra || (want == 1 && g.shape()[i] != 1);
+  }
+  Tensor out = Tensor::empty(shape, g.dtype());
+  dispatch(g.dtype(), [&](auto z) {
+    using T = decltype(z);
+    kernels::sum_axes(g.data<T>(), g.shape(), reduced, out.data<T>());
+  });
+  add_flops(double(g.numel()));
+  return out;
 }
 
 // Brings a gradient to the shape and dtype of the input it belongs to.
@@ -47,7 +66,7 @@ Tensor fit_to_input(const Tensor& g, const Edge& edge, const Node& node) {
   if (out.shape() != edge.shape) {
     check(out.numel() >= shape_numel(edge.shape), "backward of ", node.op, ": gradient of shape ",
           shape_str(out.shape()), " does not fit input shape ", shape_str(edge.shape));
-    out = sum_to_shape(out, edge.shape);
+    out = sum_broadcast_axes(out, edge.shape, node);
   }
   if (out.dtype() != edge.dtype) out = out.to(edge.dtype);
   return out;

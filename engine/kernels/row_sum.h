@@ -40,4 +40,10 @@ T row_max(const T* x, int64_t n) {
   return m;
 }
 
+// Rows per thread chunk for row-wise kernels: about 16k elements, so small inputs stay on
+// one thread.
+inline int64_t row_grain(int64_t C) {
+  return std::max<int64_t>(1, 16384 / std::max<int64_t>(C, 1));
+}
+
 }  // namespace vg::vec

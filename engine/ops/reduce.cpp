@@ -1,6 +1,7 @@
-// Reductions over any set of axes. The kernel sees the input as (outer, reduced, inner):
+// Reductions over any set of axes. The kernels see the input as (outer, reduced, inner):
 // the reduced axes, once size-1 axes are dropped, must be adjacent; otherwise they are
-// first permuted to the end (a copy). Sums accumulate in double, in a fixed order.
+// first permuted to the end (a copy). Sums accumulate in double, in a fixed order
+// (kernels/axis_sums.h).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -8,6 +9,7 @@
 
 #include "engine/autograd/autograd.h"
 #include "engine/core/parallel.h"
+#include "engine/kernels/axis_sums.h"
 #include "engine/ops/ops.h"
 
 namespace vg {
@@ -48,19 +50,7 @@ struct Span3 {
   int64_t outer = 1, reduced = 1, inner = 1;
 };
 bool as_span3(const Shape& shape, const std::vector<bool>& reduced, Span3& s) {
-  int state = 0;  // 0: before the reduced block, 1: inside, 2: after
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (shape[i] == 1) continue;
-    if (reduced[i]) {
-      if (state == 2) return false;
-      state = 1;
-      s.reduced *= shape[i];
-    } else {
-      if (state == 1) state = 2;
-      (state == 0 ? s.outer : s.inner) *= shape[i];
-    }
-  }
-  return true;
+  return kernels::as_middle_axis(shape, reduced, s.outer, s.reduced, s.inner);
 }
 
 // Brings the reduced axes to the end with a copy, so any reduction becomes (outer, reduced).
@@ -76,86 +66,11 @@ Tensor reduced_axes_last(const Tensor& a, const std::vector<bool>& reduced, Span
   return t;
 }
 
-// acc[i] += base[r * ld + i] for rows r in [r0, r1), each column in row order. Columns go in
-// groups of kGroup whose sums stay in registers through all the rows (a loop over whole rows
-// stored every sum back to memory once per row); the order of the additions is the same.
-template <class T>
-void column_sums(const T* base, int64_t ld, int64_t r0, int64_t r1, int64_t n, double* acc) {
-  constexpr int64_t kGroup = 64;
-  int64_t i = 0;
-  for (; i + kGroup <= n; i += kGroup) {
-    double group[kGroup];
-    for (int64_t l = 0; l < kGroup; ++l) group[l] = acc[i + l];
-    for (int64_t r = r0; r < r1; ++r) {
-      const T* row = base + r * ld + i;
-      for (int64_t l = 0; l < kGroup; ++l) group[l] += double(row[l]);
-    }
-    for (int64_t l = 0; l < kGroup; ++l) acc[i + l] = group[l];
-  }
-  for (int64_t r = r0; r < r1; ++r)
-    for (int64_t l = i; l < n; ++l) acc[l] += double(base[r * ld + l]);
-}
-
-// out[o, i] = sum over r of src[o, r, i].
-template <class T>
-void sum_kernel(const T* src, T* dst, const Span3& s) {
-  const int64_t R = s.reduced, I = s.inner;
-  if (I == 1) {
-    parallel_for(s.outer, std::max<int64_t>(1, 4096 / std::max<int64_t>(R, 1)),
-                 [&](int64_t o0, int64_t o1) {
-                   for (int64_t o = o0; o < o1; ++o) {
-                     const T* row = src + o * R;
-                     double acc = 0;
-                     for (int64_t r = 0; r < R; ++r) acc += row[r];
-                     dst[o] = static_cast<T>(acc);
-                   }
-                 });
-    return;
-  }
-  // Columns: the (outer, inner) outputs in blocks of kBlock columns, and long columns cut
-  // into chunks of kRows rows (a bias gradient sums 6400 rows into 64 columns: one block, which
-  // would otherwise keep one thread busy and the others idle). Each (block, chunk) sums into
-  // its own double accumulators, and the chunks are added in order: the cut depends on the
-  // shape alone, so the bits do not depend on the thread count.
-  constexpr int64_t kBlock = 256, kRows = 1024;
-  const int64_t blocks_per_outer = (I + kBlock - 1) / kBlock, chunks = (R + kRows - 1) / kRows;
-  std::vector<double> part(s.outer * blocks_per_outer * chunks * kBlock);
-  parallel_for(s.outer * blocks_per_outer * chunks,
-               std::max<int64_t>(1, 8192 / std::max<int64_t>(std::min(R, kRows), 1)),
-               [&](int64_t b0, int64_t b1) {
-                 for (int64_t b = b0; b < b1; ++b) {
-                   const int64_t block = b / chunks, chunk = b % chunks;
-                   const int64_t o = block / blocks_per_outer,
-                                 i0 = (block % blocks_per_outer) * kBlock;
-                   const int64_t n = std::min(kBlock, I - i0);
-                   const int64_t r0 = chunk * kRows, r1 = std::min(R, r0 + kRows);
-                   column_sums(src + o * R * I + i0, I, r0, r1, n, part.data() + b * kBlock);
-                 }
-               });
-  parallel_for(s.outer * blocks_per_outer, std::max<int64_t>(1, 8192 / (chunks * kBlock)),
-               [&](int64_t k0, int64_t k1) {
-                 for (int64_t block = k0; block < k1; ++block) {
-                   const int64_t o = block / blocks_per_outer,
-                                 i0 = (block % blocks_per_outer) * kBlock;
-                   const int64_t n = std::min(kBlock, I - i0);
-                   for (int64_t i = 0; i < n; ++i) {
-                     double total = part[block * chunks * kBlock + i];
-                     for (int64_t c = 1; c < chunks; ++c)
-                       total += part[(block * chunks + c) * kBlock + i];
-                     dst[o * I + i0 + i] = static_cast<T>(total);
-                   }
-                 }
-               });
-}
-
 Tensor sum_values(const Tensor& a, const ReducePlan& p) {
-  Span3 s;
-  Tensor src = a;
-  if (!as_span3(a.shape(), p.reduced, s)) src = reduced_axes_last(a, p.reduced, s);
   Tensor out = Tensor::empty(p.out_shape, a.dtype());
   dispatch(a.dtype(), [&](auto z) {
     using T = decltype(z);
-    sum_kernel(src.data<T>(), out.data<T>(), s);
+    kernels::sum_axes(a.data<T>(), a.shape(), p.reduced, out.data<T>());
   });
   add_flops(double(a.numel()));
   return out;

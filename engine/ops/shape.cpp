@@ -5,6 +5,7 @@
 
 #include "engine/autograd/autograd.h"
 #include "engine/core/parallel.h"
+#include "engine/kernels/permute_copy.h"
 #include "engine/ops/broadcast.h"
 #include "engine/ops/ops.h"
 
@@ -59,38 +60,12 @@ Tensor permute(const Tensor& a, const Axes& order_in) {
     seen[order[i]] = true;
   }
   Shape out_shape(rank);
-  std::vector<int64_t> in_stride(rank), stride_for_out(rank);
-  for (int64_t i = rank - 1, st = 1; i >= 0; --i) {
-    in_stride[i] = st;
-    st *= a.shape()[i];
-  }
-  for (int64_t i = 0; i < rank; ++i) {
-    out_shape[i] = a.shape()[order[i]];
-    stride_for_out[i] = in_stride[order[i]];
-  }
+  for (int64_t i = 0; i < rank; ++i) out_shape[i] = a.shape()[order[i]];
   Tensor out = Tensor::empty(out_shape, a.dtype());
   if (out.numel() > 0) {
     dispatch(a.dtype(), [&](auto z) {
       using T = decltype(z);
-      const T* src = a.data<T>();
-      T* dst = out.data<T>();
-      if (rank == 0) {
-        dst[0] = src[0];
-        return;
-      }
-      const int64_t inner = out_shape[rank - 1], inner_stride = stride_for_out[rank - 1];
-      const int64_t runs = out.numel() / inner;
-      parallel_for(runs, std::max<int64_t>(1, 8192 / inner), [&](int64_t r0, int64_t r1) {
-        for (int64_t r = r0; r < r1; ++r) {
-          int64_t rest = r, base = 0;
-          for (int64_t ax = rank - 2; ax >= 0; --ax) {
-            base += (rest % out_shape[ax]) * stride_for_out[ax];
-            rest /= out_shape[ax];
-          }
-          T* d = dst + r * inner;
-          for (int64_t i = 0; i < inner; ++i) d[i] = src[base + i * inner_stride];
-        }
-      });
+      kernels::permute_copy(a.data<T>(), a.shape(), order, out.data<T>());
     });
   }
   Axes inverse(rank);
