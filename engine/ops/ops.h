@@ -1,7 +1,7 @@
 // Every differentiable op of the engine. Each op lives in the file of its family, with its
 // shape rule, forward kernel, backward and FLOP count side by side:
-//   ops/elementwise.cpp  ops/reduce.cpp  ops/shape.cpp  ops/matmul.cpp  ops/nn.cpp
-//   ops/attention.cpp  ops/norm.cpp (fused normalisation-layer ops)  ops/aux_loss.cpp
+//   ops/elementwise.cpp  ops/reduce.cpp  ops/shape.cpp  ops/matmul.cpp  ops/softmax.cpp
+//   ops/layer_norm.cpp  ops/cross_entropy.cpp  ops/dropout.cpp  ops/attention.cpp  ops/norm.cpp (fused normalisation-layer ops)  ops/aux_loss.cpp
 // Binary elementwise ops follow NumPy broadcasting. Both operands of a binary op must have
 // the same dtype. Axes may be negative (counted from the end).
 #pragma once
@@ -126,7 +126,7 @@ Tensor gelu_grn_linear(const Tensor& h, const Tensor& gamma, const Tensor& beta,
                        const Tensor& weight, const Tensor& bias = Tensor(),
                        GeluApprox approx = GeluApprox::none, const Tensor& out_scale = Tensor());
 
-// --- neural-network ops (ops/nn.cpp), fused ---------------------------------------------
+// --- neural-network ops (softmax, layer_norm, cross_entropy, dropout), fused -------------
 Tensor softmax(const Tensor& a);      // over the last axis, max-subtracted
 Tensor log_softmax(const Tensor& a);  // over the last axis
 // Over the last axis: biased variance, eps inside the sqrt; saves only mean and rstd.

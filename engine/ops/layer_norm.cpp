@@ -1,0 +1,94 @@
+// layer_norm over the last axis: y = (x - mean) / sqrt(var + eps) * weight + bias.
+// Saved for backward: only (mean, rstd) per row, in double, besides x and the weight; x-hat
+// is recomputed, which costs less than storing a second activation. The row loops and the
+// blocked parameter sums are kernels/layer_norm_rows.h.
+#include <cmath>
+#include <memory>
+
+#include "engine/autograd/autograd.h"
+#include "engine/kernels/layer_norm_rows.h"
+#include "engine/ops/norm_parts.h"
+#include "engine/ops/ops.h"
+
+namespace vg {
+namespace {
+
+bool needs_grad(const Tensor& t) {
+  return t.defined() && (t.requires_grad() || t.grad_fn());
+}
+
+void check_layer_norm_param(const Tensor& p, const char* what, const Tensor& x, int64_t C) {
+  if (!p.defined()) return;
+  check(p.dim() == 1 && p.size(0) == C, "layer_norm: ", what, " has shape ", shape_str(p.shape()),
+        ", expected [", C, "] (input shape ", shape_str(x.shape()), ")");
+  check(p.dtype() == x.dtype(), "layer_norm: ", what, " is ", dtype_name(p.dtype()), ", input is ",
+        dtype_name(x.dtype()));
+}
+
+template <class T>
+const T* data_or_null(const Tensor& t) {
+  return t.defined() ? t.data<T>() : nullptr;
+}
+template <class T>
+T* data_or_null(Tensor& t) {
+  return t.defined() ? t.data<T>() : nullptr;
+}
+
+}  // namespace
+
+namespace detail {
+
+Tensor layer_norm_values(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
+                         std::vector<double>& stats) {
+  check(x.defined(), "layer_norm: undefined input");
+  check(x.dim() >= 1, "layer_norm: input needs at least one axis, got shape ",
+        shape_str(x.shape()));
+  const int64_t C = x.size(-1), rows = C > 0 ? x.numel() / C : 0;
+  check_layer_norm_param(weight, "weight", x, C);
+  check_layer_norm_param(bias, "bias", x, C);
+  check(eps >= 0 && std::isfinite(eps), "layer_norm: eps must be finite and >= 0, got ", eps);
+  check(C > 0, "layer_norm: last axis is empty (input shape ", shape_str(x.shape()), ")");
+  Tensor y = Tensor::empty(x.shape(), x.dtype());
+  stats.resize(2 * rows);
+  dispatch(x.dtype(), [&](auto z) {
+    using T = decltype(z);
+    kernels::layer_norm_rows(x.data<T>(), data_or_null<T>(weight), data_or_null<T>(bias), eps,
+                             y.data<T>(), stats.data(), rows, C);
+  });
+  // mean 1, centred squares 3, normalise 2, then 1 each for the weight and the bias
+  add_flops(double(x.numel()) * (6 + weight.defined() + bias.defined()));
+  return y;
+}
+
+// g = dy * w; dx = rstd * (g - mean(g) - xhat * mean(g * xhat));
+// dw = sum_rows dy * xhat; db = sum_rows dy.
+std::vector<Tensor> layer_norm_grads(const Tensor& x, const Tensor& weight,
+                                     const std::vector<double>& stats, const Tensor& g, bool need_x,
+                                     bool need_weight, bool need_bias) {
+  const int64_t C = x.size(-1), rows = C > 0 ? x.numel() / C : 0;
+  Tensor dx = need_x ? Tensor::empty(x.shape(), g.dtype()) : Tensor();
+  Tensor dw = need_weight ? Tensor::empty({C}, g.dtype()) : Tensor();
+  Tensor db = need_bias ? Tensor::empty({C}, g.dtype()) : Tensor();
+  dispatch(g.dtype(), [&](auto z) {
+    using T = decltype(z);
+    kernels::layer_norm_backward_rows(x.data<T>(), data_or_null<T>(weight), stats.data(),
+                                      g.data<T>(), data_or_null<T>(dx), data_or_null<T>(dw),
+                                      data_or_null<T>(db), rows, C);
+  });
+  return {dx, dw, db};
+}
+
+}  // namespace detail
+
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
+  auto stats = std::make_shared<std::vector<double>>();
+  Tensor y = detail::layer_norm_values(x, weight, bias, eps, *stats);
+  if (!any_requires_grad({x, weight, bias})) return record("layer_norm", y, {x}, nullptr);
+  const bool need_x = needs_grad(x), need_w = needs_grad(weight), need_b = needs_grad(bias);
+  Tensor xs = x.detach(), ws = weight.defined() ? weight.detach() : Tensor();
+  return record("layer_norm", y, {x, weight, bias}, [=](const Tensor& g) {
+    return detail::layer_norm_grads(xs, ws, *stats, g, need_x, need_w, need_b);
+  });
+}
+
+}  // namespace vg
