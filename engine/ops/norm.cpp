@@ -1,14 +1,16 @@
 // Fused ops of the normalisation and residual-scaling layers: channel_affine (LayerScale,
 // LearnableScaler) and global_response_norm (GRN). Both reduce over every leading
-// (non-channel) axis in backward; the partial sums live in fixed blocks that are combined in
-// a fixed order, so the gradients have the same bits at any thread count.
+// (non-channel) axis in backward; their kernels (kernels/channel_affine_rows.h,
+// kernels/global_response_norm.h) sum in an order fixed by the shape, so the gradients have
+// the same bits at any thread count.
 #include <algorithm>
 #include <cmath>
 #include <memory>
 #include <vector>
 
 #include "engine/autograd/autograd.h"
-#include "engine/core/parallel.h"
+#include "engine/kernels/channel_affine_rows.h"
+#include "engine/kernels/global_response_norm.h"
 #include "engine/ops/norm_parts.h"
 #include "engine/ops/ops.h"
 
@@ -26,18 +28,6 @@ void check_channel_param(const char* op, const char* what, const Tensor& p, cons
         ", expected [", C, "] for input shape ", shape_str(x.shape()));
   check(p.dtype() == x.dtype(), op, ": ", what, " is ", dtype_name(p.dtype()), " but the input is ",
         dtype_name(x.dtype()), "; convert one with .to()");
-}
-
-// Rows per block of the backward's partial sums: a function of the row count only (never of
-// the thread count), at least 64, and at most about 256 blocks.
-int64_t row_block(int64_t rows) {
-  return std::max<int64_t>(64, (rows + 255) / 256);
-}
-
-// Work items per thread so that each thread gets about 32k elements: small tensors stay on
-// the calling thread.
-int64_t grain_for(int64_t elements_per_item) {
-  return std::max<int64_t>(1, 32768 / std::max<int64_t>(1, elements_per_item));
 }
 
 }  // namespace
@@ -59,70 +49,27 @@ Tensor channel_affine_values(const Tensor& x, const Tensor& scale, const Tensor&
   Tensor out = Tensor::empty(x.shape(), x.dtype());
   dispatch(x.dtype(), [&](auto z) {
     using T = decltype(z);
-    const T *px = x.data<T>(), *ps = scale.data<T>();
-    const T* pb = has_shift ? shift.data<T>() : nullptr;
-    T* py = out.data<T>();
-    parallel_for(rows, grain_for(C), [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
-        const T* xr = px + r * C;
-        T* yr = py + r * C;
-        if (pb)
-          for (int64_t c = 0; c < C; ++c) yr[c] = xr[c] * ps[c] + pb[c];
-        else
-          for (int64_t c = 0; c < C; ++c) yr[c] = xr[c] * ps[c];
-      }
-    });
+    kernels::channel_affine_rows(x.data<T>(), scale.data<T>(),
+                                 has_shift ? shift.data<T>() : nullptr, out.data<T>(), rows, C);
   });
   add_flops(double(x.numel()) * (has_shift ? 2 : 1));
   return out;
 }
 
-// xs is read only when need_scale.
+// dx = dy * scale, dscale = sum_rows dy * x, dshift = sum_rows dy; xs is read only when
+// need_scale.
 std::vector<Tensor> channel_affine_grads(const Tensor& xs, const Tensor& ss, const Tensor& g,
                                          bool need_x, bool need_scale, bool need_shift) {
   const int64_t C = g.size(-1), rows = C > 0 ? g.numel() / C : 0;
   Tensor gx = need_x ? Tensor::empty(g.shape(), g.dtype()) : Tensor();
   Tensor gscale = need_scale ? Tensor::empty({C}, g.dtype()) : Tensor();
   Tensor gshift = need_shift ? Tensor::empty({C}, g.dtype()) : Tensor();
-  const int64_t block = row_block(rows), blocks = (rows + block - 1) / block;
-  // Per row block, double partial sums of dy * x and dy for every channel.
-  std::vector<double> part_scale(need_scale ? blocks * C : 0);
-  std::vector<double> part_shift(need_shift ? blocks * C : 0);
   dispatch(g.dtype(), [&](auto z) {
     using T = decltype(z);
-    const T *pg = g.data<T>(), *ps = ss.data<T>();
-    const T* px = need_scale ? xs.data<T>() : nullptr;
-    T* pgx = need_x ? gx.data<T>() : nullptr;
-    parallel_for(blocks, grain_for(block * C), [&](int64_t b0, int64_t b1) {
-      for (int64_t b = b0; b < b1; ++b) {
-        double* acc_s = need_scale ? part_scale.data() + b * C : nullptr;
-        double* acc_b = need_shift ? part_shift.data() + b * C : nullptr;
-        for (int64_t r = b * block, r1 = std::min(rows, (b + 1) * block); r < r1; ++r) {
-          const T* gr = pg + r * C;
-          if (pgx)
-            for (int64_t c = 0; c < C; ++c) pgx[r * C + c] = gr[c] * ps[c];
-          if (acc_s) {
-            const T* xr = px + r * C;
-            for (int64_t c = 0; c < C; ++c) acc_s[c] += double(gr[c]) * double(xr[c]);
-          }
-          if (acc_b)
-            for (int64_t c = 0; c < C; ++c) acc_b[c] += double(gr[c]);
-        }
-      }
-    });
-    // Combine the blocks in order, one channel per task.
-    auto combine = [&](const std::vector<double>& part, Tensor& dst) {
-      T* pd = dst.data<T>();
-      parallel_for(C, grain_for(blocks), [&](int64_t c0, int64_t c1) {
-        for (int64_t c = c0; c < c1; ++c) {
-          double s = 0;
-          for (int64_t b = 0; b < blocks; ++b) s += part[b * C + c];
-          pd[c] = static_cast<T>(s);
-        }
-      });
-    };
-    if (need_scale) combine(part_scale, gscale);
-    if (need_shift) combine(part_shift, gshift);
+    kernels::channel_affine_backward_rows(
+        g.data<T>(), need_scale ? xs.data<T>() : nullptr, ss.data<T>(),
+        need_x ? gx.data<T>() : nullptr, need_scale ? gscale.data<T>() : nullptr,
+        need_shift ? gshift.data<T>() : nullptr, rows, C);
   });
   return std::vector<Tensor>{gx, gscale, gshift};
 }
@@ -161,101 +108,32 @@ Tensor grn_values(const Tensor& x, const Tensor& gamma, const Tensor& beta, doub
   const int64_t S = B * C > 0 ? x.numel() / (B * C) : 0;
 
   stats.assign(B * (2 * C + 1), 0.0);
-  double *norm = stats.data(), *n = norm + B * C, *divisor = n + B * C;
   Tensor out = Tensor::empty(x.shape(), x.dtype());
   dispatch(x.dtype(), [&](auto z) {
     using T = decltype(z);
-    const T *px = x.data<T>(), *pgam = gamma.data<T>(), *pbet = beta.data<T>();
-    T* py = out.data<T>();
-    // One sample at a time: its S x C values (a few hundred KB at most in a ViT) are read
-    // from memory once for the sums of squares and again from L2 for the output.
-    parallel_for(B, grain_for(S * C), [&](int64_t b0, int64_t b1) {
-      for (int64_t b = b0; b < b1; ++b) {
-        double *acc = norm + b * C, *nb = n + b * C;
-        for (int64_t s = 0; s < S; ++s) {  // sums of squares over s in order
-          const T* xr = px + (b * S + s) * C;
-          for (int64_t c = 0; c < C; ++c) acc[c] += double(xr[c]) * double(xr[c]);
-        }
-        double mu = 0;
-        for (int64_t c = 0; c < C; ++c) {
-          acc[c] = std::sqrt(acc[c]);
-          mu += acc[c];
-        }
-        divisor[b] = mu / double(C) + eps;
-        for (int64_t c = 0; c < C; ++c) nb[c] = acc[c] / divisor[b];
-        // The output in the order of the reference: x + (beta + gamma * (x * n)).
-        for (int64_t s = 0; s < S; ++s) {
-          const T* xr = px + (b * S + s) * C;
-          T* yr = py + (b * S + s) * C;
-          for (int64_t c = 0; c < C; ++c)
-            yr[c] = xr[c] + (pbet[c] + pgam[c] * (xr[c] * static_cast<T>(nb[c])));
-        }
-      }
-    });
+    kernels::global_response_norm_samples(x.data<T>(), gamma.data<T>(), beta.data<T>(), eps,
+                                          out.data<T>(), stats.data(), B, S, C);
   });
   add_flops(6.0 * double(x.numel()));
   return out;
 }
 
+// With P_bc = sum_s G x and a_c = gamma_c P_bc:
+//   dL/dg_k = (a_k - mean_c(a_c n_c)) / (mu + eps),
+//   dx_sc = G_sc (1 + gamma_c n_c) + x_sc * dL/dg_c / g_c   (0 where g_c == 0),
+//   dgamma_c = sum_b n_bc P_bc,   dbeta_c = sum_{b,s} G.
 std::vector<Tensor> grn_grads(const Tensor& xs, const Tensor& gs, const std::vector<double>& stats,
                               const Tensor& G, bool need_x, bool need_gamma, bool need_beta) {
   const int64_t B = xs.size(0), C = xs.size(-1);
   const int64_t S = B * C > 0 ? xs.numel() / (B * C) : 0;
-  const double *norm = stats.data(), *n = norm + B * C, *divisor = n + B * C;
-  // Per (b, c): P = sum_s G*x (so dL/dn_c = gamma_c * P) and Q = sum_s G.
-  std::vector<double> P(B * C, 0.0), Q(B * C, 0.0);
   Tensor gx = need_x ? Tensor::empty(G.shape(), G.dtype()) : Tensor();
   Tensor ggamma = need_gamma ? Tensor::empty({C}, G.dtype()) : Tensor();
   Tensor gbeta = need_beta ? Tensor::empty({C}, G.dtype()) : Tensor();
   dispatch(G.dtype(), [&](auto z) {
     using T = decltype(z);
-    const T *pG = G.data<T>(), *px = xs.data<T>(), *pgam = gs.data<T>();
-    T* pgx = need_x ? gx.data<T>() : nullptr;
-    // One sample at a time, as in the forward: its G and x are read from memory once for the
-    // sums and again from L2 for dx.
-    parallel_for(B, grain_for(S * C), [&](int64_t b0, int64_t b1) {
-      std::vector<double> direct(C), through_norm(C);
-      for (int64_t b = b0; b < b1; ++b) {
-        double *Pb = P.data() + b * C, *Qb = Q.data() + b * C;
-        for (int64_t s = 0; s < S; ++s) {
-          const T *gr = pG + (b * S + s) * C, *xr = px + (b * S + s) * C;
-          for (int64_t c = 0; c < C; ++c) {
-            Pb[c] += double(gr[c]) * double(xr[c]);
-            Qb[c] += double(gr[c]);
-          }
-        }
-        if (!pgx) continue;
-        // dx_sc = G_sc (1 + gamma_c n_c) + x_sc * (dL/dg_c / g_c), with
-        // dL/dg_k = (a_k - mean_c(a_c n_c)) / (mu + eps), a_c = gamma_c P_c, and the x/g
-        // factor taken as 0 where g_c == 0 (PyTorch's masked norm backward).
-        const double* nb = n + b * C;
-        double an = 0;
-        for (int64_t c = 0; c < C; ++c) an += double(pgam[c]) * Pb[c] * nb[c];
-        an /= double(C);
-        for (int64_t c = 0; c < C; ++c) {
-          const double dL_dg = (double(pgam[c]) * Pb[c] - an) / divisor[b];
-          const double g = norm[b * C + c];
-          direct[c] = 1.0 + double(pgam[c]) * nb[c];
-          through_norm[c] = g > 0 ? dL_dg / g : 0.0;
-        }
-        for (int64_t s = 0; s < S; ++s) {
-          const T *gr = pG + (b * S + s) * C, *xr = px + (b * S + s) * C;
-          T* dr = pgx + (b * S + s) * C;
-          for (int64_t c = 0; c < C; ++c)
-            dr[c] = static_cast<T>(double(gr[c]) * direct[c] + double(xr[c]) * through_norm[c]);
-        }
-      }
-    });
-    // d beta_c = sum_{b,s} G;  d gamma_c = sum_{b,s} G*x*n_c = sum_b n_bc P_bc.
-    for (int64_t c = 0; c < C; ++c) {
-      double db = 0, dg = 0;
-      for (int64_t b = 0; b < B; ++b) {
-        db += Q[b * C + c];
-        dg += n[b * C + c] * P[b * C + c];
-      }
-      if (need_beta) gbeta.data<T>()[c] = static_cast<T>(db);
-      if (need_gamma) ggamma.data<T>()[c] = static_cast<T>(dg);
-    }
+    kernels::global_response_norm_backward_samples(
+        G.data<T>(), xs.data<T>(), gs.data<T>(), stats.data(), need_x ? gx.data<T>() : nullptr,
+        need_gamma ? ggamma.data<T>() : nullptr, need_beta ? gbeta.data<T>() : nullptr, B, S, C);
   });
   return std::vector<Tensor>{gx, ggamma, gbeta};
 }

@@ -1,0 +1,136 @@
+#include "engine/kernels/global_response_norm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "engine/core/parallel.h"
+
+namespace vg::kernels {
+namespace {
+
+// Samples per thread so that each thread gets about 32k elements.
+int64_t grain_for(int64_t elements_per_item) {
+  return std::max<int64_t>(1, 32768 / std::max<int64_t>(1, elements_per_item));
+}
+
+}  // namespace
+
+template <class T>
+void global_response_norm_samples(const T* x, const T* gamma, const T* beta, double eps, T* y,
+                                  double* stats, int64_t B, int64_t S, int64_t C) {
+  double *norm = stats, *n = norm + B * C, *divisor = n + B * C;
+  parallel_for(B, grain_for(S * C), [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      double *acc = norm + b * C, *nb = n + b * C;
+      std::fill(acc, acc + C, 0.0);
+      for (int64_t s = 0; s < S; ++s) {  // sums of squares over s in order
+        const T* xr = x + (b * S + s) * C;
+        for (int64_t c = 0; c < C; ++c) acc[c] += double(xr[c]) * double(xr[c]);
+      }
+      double mu = 0;
+      for (int64_t c = 0; c < C; ++c) {
+        acc[c] = std::sqrt(acc[c]);
+        mu += acc[c];
+      }
+      divisor[b] = mu / double(C) + eps;
+      for (int64_t c = 0; c < C; ++c) nb[c] = acc[c] / divisor[b];
+      // The output in the order of the reference: x + (beta + gamma * (x * n)).
+      for (int64_t s = 0; s < S; ++s) {
+        const T* xr = x + (b * S + s) * C;
+        T* yr = y + (b * S + s) * C;
+        for (int64_t c = 0; c < C; ++c)
+          yr[c] = xr[c] + (beta[c] + gamma[c] * (xr[c] * static_cast<T>(nb[c])));
+      }
+    }
+  });
+}
+
+template <class T>
+void global_response_norm_backward_samples(const T* dy, const T* x, const T* gamma,
+                                           const double* stats, T* dx, T* dgamma, T* dbeta,
+                                           int64_t B, int64_t S, int64_t C) {
+  const double *norm = stats, *n = norm + B * C, *divisor = n + B * C;
+  // Per (b, c): P = sum_s G*x (so dL/dn_c = gamma_c * P) and Q = sum_s G.
+  std::vector<double> P(B * C, 0.0), Q(B * C, 0.0);
+  // One sample at a time, as in the forward: its G and x are read from memory once for the
+  // sums and again from L2 for dx.
+  parallel_for(B, grain_for(S * C), [&](int64_t b0, int64_t b1) {
+    std::vector<double> direct(C), through_norm(C);
+    for (int64_t b = b0; b < b1; ++b) {
+      double *Pb = P.data() + b * C, *Qb = Q.data() + b * C;
+      for (int64_t s = 0; s < S; ++s) {
+        const T *gr = dy + (b * S + s) * C, *xr = x + (b * S + s) * C;
+        for (int64_t c = 0; c < C; ++c) {
+          Pb[c] += double(gr[c]) * double(xr[c]);
+          Qb[c] += double(gr[c]);
+        }
+      }
+      if (!dx) continue;
+      const double* nb = n + b * C;
+      double an = 0;
+      for (int64_t c = 0; c < C; ++c) an += double(gamma[c]) * Pb[c] * nb[c];
+      an /= double(C);
+      for (int64_t c = 0; c < C; ++c) {
+        const double dL_dg = (double(gamma[c]) * Pb[c] - an) / divisor[b];
+        const double g = norm[b * C + c];
+        direct[c] = 1.0 + double(gamma[c]) * nb[c];
+        through_norm[c] = g > 0 ? dL_dg / g : 0.0;
+      }
+      for (int64_t s = 0; s < S; ++s) {
+        const T *gr = dy + (b * S + s) * C, *xr = x + (b * S + s) * C;
+        T* dr = dx + (b * S + s) * C;
+        for (int64_t c = 0; c < C; ++c)
+          dr[c] = static_cast<T>(double(gr[c]) * direct[c] + double(xr[c]) * through_norm[c]);
+      }
+    }
+  });
+  // d beta_c = sum_{b,s} G;  d gamma_c = sum_{b,s} G*x*n_c = sum_b n_bc P_bc.
+  for (int64_t c = 0; c < C; ++c) {
+    double db = 0, dg = 0;
+    for (int64_t b = 0; b < B; ++b) {
+      db += Q[b * C + c];
+      dg += n[b * C + c] * P[b * C + c];
+    }
+    if (dbeta) dbeta[c] = static_cast<T>(db);
+    if (dgamma) dgamma[c] = static_cast<T>(dg);
+  }
+}
+
+template <class T>
+void global_response_norm_samples_reference(const T* x, const T* gamma, const T* beta,
+                                            double eps, T* y, double* stats, int64_t B,
+                                            int64_t S, int64_t C) {
+  double *norm = stats, *n = norm + B * C, *divisor = n + B * C;
+  for (int64_t b = 0; b < B; ++b) {
+    double mu = 0;
+    for (int64_t c = 0; c < C; ++c) {
+      double sq = 0;
+      for (int64_t s = 0; s < S; ++s) sq += double(x[(b * S + s) * C + c]) * x[(b * S + s) * C + c];
+      norm[b * C + c] = std::sqrt(sq);
+      mu += norm[b * C + c];
+    }
+    divisor[b] = mu / double(C) + eps;
+    for (int64_t c = 0; c < C; ++c) {
+      n[b * C + c] = norm[b * C + c] / divisor[b];
+      for (int64_t s = 0; s < S; ++s) {
+        const T xv = x[(b * S + s) * C + c];
+        y[(b * S + s) * C + c] = xv + (beta[c] + gamma[c] * (xv * static_cast<T>(n[b * C + c])));
+      }
+    }
+  }
+}
+
+#define VG_GRN(T)                                                                             \
+  template void global_response_norm_samples(const T*, const T*, const T*, double, T*, double*, \
+                                             int64_t, int64_t, int64_t);                        \
+  template void global_response_norm_backward_samples(const T*, const T*, const T*,            \
+                                                      const double*, T*, T*, T*, int64_t,       \
+                                                      int64_t, int64_t);                        \
+  template void global_response_norm_samples_reference(const T*, const T*, const T*, double,   \
+                                                       T*, double*, int64_t, int64_t, int64_t);
+VG_GRN(float)
+VG_GRN(double)
+#undef VG_GRN
+
+}  // namespace vg::kernels

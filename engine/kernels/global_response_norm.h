@@ -1,0 +1,33 @@
+// Global Response Normalization (ConvNeXt V2) of x seen as (B, S, C), S the product of the
+// spatial axes, one sample at a time: a sample's S x C values (a few hundred KB at most in a
+// ViT) are read from memory once for the sums and again from L2 for the output.
+// Per sample b and channel c:
+//   g = sqrt(sum_s x^2),  mu = mean_c g,  n = g / (mu + eps),  y = x + (beta + gamma * (x * n)).
+#pragma once
+
+#include <cstdint>
+
+namespace vg::kernels {
+
+// stats receives per (b, c) the norm g, then per (b, c) n, then per b the divisor mu + eps:
+// B * (2C + 1) doubles.
+template <class T>
+void global_response_norm_samples(const T* x, const T* gamma, const T* beta, double eps, T* y,
+                                  double* stats, int64_t B, int64_t S, int64_t C);
+
+// From dy (G) and the forward's stats: dx (may be null), dgamma_c = sum_b n_bc sum_s G x,
+// dbeta_c = sum_{b,s} G (either may be null). dx_sc = G_sc (1 + gamma_c n_c) + x_sc * dL/dg_c
+// / g_c with dL/dg_k = (a_k - mean_c(a_c n_c)) / (mu + eps), a_c = gamma_c sum_s G x, and the
+// x/g factor 0 where g_c == 0 (PyTorch's masked norm backward).
+template <class T>
+void global_response_norm_backward_samples(const T* dy, const T* x, const T* gamma,
+                                           const double* stats, T* dx, T* dgamma, T* dbeta,
+                                           int64_t B, int64_t S, int64_t C);
+
+// The forward as plain loops (channel by channel): within 1e-12 of the kernel in float64.
+template <class T>
+void global_response_norm_samples_reference(const T* x, const T* gamma, const T* beta,
+                                            double eps, T* y, double* stats, int64_t B,
+                                            int64_t S, int64_t C);
+
+}  // namespace vg::kernels
