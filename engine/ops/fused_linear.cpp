@@ -17,8 +17,9 @@
 #include <vector>
 
 #include "engine/autograd/autograd.h"
-#include "engine/core/parallel.h"
 #include "engine/kernels/gelu_math.h"
+#include "engine/kernels/gelu_slope.h"
+#include "engine/kernels/row_scale.h"
 #include "engine/ops/linear_parts.h"
 #include "engine/ops/norm_parts.h"
 #include "engine/ops/ops.h"
@@ -54,28 +55,19 @@ Tensor scaled_weight(const Tensor& w, const Tensor& s) {
   Tensor out = Tensor::empty(w.shape(), w.dtype());
   dispatch(w.dtype(), [&](auto z) {
     using T = decltype(z);
-    const int64_t O = w.size(0), I = w.size(1);
-    const T *pw = w.data<T>(), *ps = s.data<T>();
-    T* po = out.data<T>();
-    for (int64_t o = 0; o < O; ++o)
-      for (int64_t i = 0; i < I; ++i) po[o * I + i] = pw[o * I + i] * ps[o];
+    kernels::scale_rows(w.data<T>(), s.data<T>(), out.data<T>(), w.size(0), w.size(1));
   });
   return out;
 }
 
 // ds_o = sum_i W_oi G_oi + b_o col_o, in double.
 Tensor scale_grad(const Tensor& w, const Tensor& G, const Tensor& b, const Tensor& col) {
-  const int64_t O = w.size(0), I = w.size(1);
-  Tensor ds = Tensor::empty({O}, w.dtype());
+  Tensor ds = Tensor::empty({w.size(0)}, w.dtype());
   dispatch(w.dtype(), [&](auto z) {
     using T = decltype(z);
-    const T *pw = w.data<T>(), *pg = G.data<T>();
-    for (int64_t o = 0; o < O; ++o) {
-      double s = 0;
-      for (int64_t i = 0; i < I; ++i) s += double(pw[o * I + i]) * double(pg[o * I + i]);
-      if (b.defined()) s += double(b.data<T>()[o]) * double(col.data<T>()[o]);
-      ds.data<T>()[o] = T(s);
-    }
+    kernels::scale_grad_rows(w.data<T>(), G.data<T>(), b.defined() ? b.data<T>() : nullptr,
+                             b.defined() ? col.data<T>() : nullptr, ds.data<T>(), w.size(0),
+                             w.size(1));
   });
   return ds;
 }
@@ -157,23 +149,8 @@ Tensor gelu_with_slope(const Tensor& h, GeluApprox approx, Tensor& slope) {
   slope = Tensor::empty(h.shape(), h.dtype());
   dispatch(h.dtype(), [&](auto z) {
     using T = decltype(z);
-    const T* ph = h.data<T>();
-    T *pa = a.data<T>(), *ps = slope.data<T>();
-    parallel_for(h.numel(), 1 << 14, [&](int64_t i0, int64_t i1) {
-      using namespace gelu_math;
-      if (approx == GeluApprox::none) {
-        for (int64_t i = i0; i < i1; ++i) {
-          const T x = ph[i], cdf = Phi(x);
-          pa[i] = x * cdf;
-          ps[i] = cdf + x * phi(x);
-        }
-      } else {
-        for (int64_t i = i0; i < i1; ++i) {
-          pa[i] = tanh_value(ph[i]);
-          ps[i] = tanh_derivative(ph[i]);
-        }
-      }
-    });
+    kernels::gelu_with_slope(h.data<T>(), a.data<T>(), slope.data<T>(), h.numel(),
+                             approx != GeluApprox::none);
   });
   add_flops(double(h.numel()) *
             (approx == GeluApprox::none ? gelu_math::kErfFlops : gelu_math::kTanhFlops));
@@ -191,14 +168,10 @@ InputMap gelu_map(GeluApprox approx) {
     if (!need[0]) return std::vector<Tensor>{Tensor()};
     Tensor slope = state.slope;
     if (!slope.defined()) gelu_with_slope(h, approx, slope);
-    Tensor dh = da;  // scaled by gelu'(h) where it lies
+    Tensor dh = da;  // dh = da * gelu'(h), in da's memory
     dispatch(dh.dtype(), [&](auto z) {
       using T = decltype(z);
-      const T* ps = slope.data<T>();
-      T* pd = dh.data<T>();
-      parallel_for(dh.numel(), 1 << 15, [&](int64_t i0, int64_t i1) {
-        for (int64_t i = i0; i < i1; ++i) pd[i] = pd[i] * ps[i];
-      });
+      kernels::multiply_by_slope(dh.data<T>(), slope.data<T>(), dh.numel());
     });
     return std::vector<Tensor>{dh};
   };

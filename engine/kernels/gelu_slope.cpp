@@ -1,0 +1,39 @@
+#include "engine/kernels/gelu_slope.h"
+
+#include "engine/core/parallel.h"
+#include "engine/kernels/gelu_math.h"
+
+namespace vg::kernels {
+
+template <class T>
+void gelu_with_slope(const T* h, T* a, T* slope, int64_t n, bool tanh_form) {
+  parallel_for(n, 1 << 14, [&](int64_t i0, int64_t i1) {
+    using namespace gelu_math;
+    if (!tanh_form) {
+      for (int64_t i = i0; i < i1; ++i) {
+        const T x = h[i], cdf = Phi(x);
+        a[i] = x * cdf;
+        slope[i] = cdf + x * phi(x);
+      }
+    } else {
+      for (int64_t i = i0; i < i1; ++i) {
+        a[i] = tanh_value(h[i]);
+        slope[i] = tanh_derivative(h[i]);
+      }
+    }
+  });
+}
+
+template <class T>
+void multiply_by_slope(T* d, const T* slope, int64_t n) {
+  parallel_for(n, 1 << 15, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) d[i] = d[i] * slope[i];
+  });
+}
+
+template void gelu_with_slope(const float*, float*, float*, int64_t, bool);
+template void gelu_with_slope(const double*, double*, double*, int64_t, bool);
+template void multiply_by_slope(float*, const float*, int64_t);
+template void multiply_by_slope(double*, const double*, int64_t);
+
+}  // namespace vg::kernels

@@ -1,0 +1,19 @@
+// GELU's value and slope in one pass over an array (the erf form shares Phi(h) between the
+// two), and the slope applied to a gradient: what a fused linear with a GELU input needs.
+// Per element exactly gelu_math's erf_value / erf_derivative (or the tanh forms), so the
+// values have the gelu op's bits.
+#pragma once
+
+#include <cstdint>
+
+namespace vg::kernels {
+
+// a[i] = gelu(h[i]), slope[i] = gelu'(h[i]); the tanh form when tanh_form.
+template <class T>
+void gelu_with_slope(const T* h, T* a, T* slope, int64_t n, bool tanh_form);
+
+// d[i] *= slope[i]: the chain rule through GELU, in place.
+template <class T>
+void multiply_by_slope(T* d, const T* slope, int64_t n);
+
+}  // namespace vg::kernels

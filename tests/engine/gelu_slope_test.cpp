@@ -1,0 +1,39 @@
+#include "engine/kernels/gelu_slope.h"
+
+#include <doctest/doctest.h>
+
+#include <vector>
+
+#include "engine/core/rng.h"
+#include "engine/kernels/gelu_math.h"
+
+using namespace vg;
+
+// The reference is gelu_math's per-element value and derivative, which the gelu op uses.
+TEST_CASE("gelu_with_slope has the bits of gelu_math's value and derivative, both forms") {
+  const int64_t n = 40000;  // more than one thread's share
+  Rng rng(1);
+  std::vector<float> h(n);
+  for (float& v : h) v = float(3 * rng.normal());
+  for (bool tanh_form : {false, true}) {
+    INFO("tanh form: ", tanh_form);
+    std::vector<float> a(n), slope(n);
+    kernels::gelu_with_slope(h.data(), a.data(), slope.data(), n, tanh_form);
+    int64_t value_mismatches = 0, slope_mismatches = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const float va = tanh_form ? gelu_math::tanh_value(h[i]) : gelu_math::erf_value(h[i]);
+      const float vs =
+          tanh_form ? gelu_math::tanh_derivative(h[i]) : gelu_math::erf_derivative(h[i]);
+      value_mismatches += a[i] != va;
+      slope_mismatches += slope[i] != vs;
+    }
+    CHECK(value_mismatches == 0);
+    CHECK(slope_mismatches == 0);
+  }
+}
+
+TEST_CASE("multiply_by_slope multiplies a gradient by the slope in place") {
+  std::vector<double> d{1, -2, 3}, slope{0.5, 0.25, 0};
+  kernels::multiply_by_slope(d.data(), slope.data(), 3);
+  CHECK(d == std::vector<double>{0.5, -0.5, 0});
+}
