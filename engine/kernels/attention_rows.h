@@ -2,7 +2,7 @@
 // the softmax's backward on rows of dP. They do the generic loops' arithmetic in the same
 // order (vec::exp's polynomial, row_sum's eight double lanes and their fixed tree), so they
 // give the same bits; they work on four rows at once, with no scalar tail after a row's
-// last full vector. Internal to engine/ops/attention.cpp.
+// last full vector. Internal to kernels/attention_head.cpp.
 #pragma once
 
 #include <cstdint>

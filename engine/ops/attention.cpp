@@ -1,34 +1,21 @@
 // Scaled dot-product attention, fused per (batch, head): S = s Q K^T, P = softmax_rows(S),
 // O = P V with s = D^-0.5. The (batch, head) pairs are independent, so they run in
-// parallel, one head per task; within a head the products are each one call on the whole
-// per-head matrices (engine/kernels/blas.h gemm_small), and the softmax is a row loop with double
-// sums (engine/kernels/row_sum.h, vec_math.h; for float in AVX-512 builds, attention_rows.h).
+// parallel, one head per task; one head's products and softmax rows are
+// kernels/attention_head.h.
 //
-// Threads: heads run in parallel, one task per range of heads, and each product inside a
-// task runs on its thread (engine/kernels/blas.h), so the bits do not depend on the thread count.
+// Threads: heads run in parallel, one task per range of heads, and each head runs on its
+// task's thread, so the bits do not depend on the thread count.
 #include <algorithm>
 #include <cmath>
-#include <type_traits>
 #include <vector>
 
 #include "engine/autograd/autograd.h"
 #include "engine/core/parallel.h"
-#include "engine/kernels/attention_rows.h"
-#include "engine/kernels/blas.h"
-#include "engine/kernels/row_sum.h"
-#include "engine/kernels/vec_math.h"
+#include "engine/kernels/attention_head.h"
 #include "engine/ops/ops.h"
 
 namespace vg {
 namespace {
-
-// Row-major C (m x n) = alpha * op(A) op(B), op = transpose when ta / tb: one head's
-// product, small enough for the engine's own kernel (engine/kernels/blas.h).
-template <class T>
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const T* a, int64_t lda,
-          const T* b, int64_t ldb, T* c, int64_t ldc) {
-  vg::gemm_small(ta, tb, m, n, k, T(alpha), a, lda, b, ldb, T(0), c, ldc);
-}
 
 struct AttentionShape {
   int64_t heads = 0;  // B * H
@@ -68,81 +55,6 @@ void for_each_head(const AttentionShape& s, F&& body) {
   parallel_for(s.heads, std::max<int64_t>(1, 32768 / std::max<int64_t>(work, 1)), body);
 }
 
-// Where one head's matrices live: each a (rows, D) block with its own row stride, so a
-// head can be read straight out of a packed (B, T, 3, H, D) qkv and written into (B, T, H, D).
-template <class T>
-struct HeadView {
-  T* data;
-  int64_t ld;
-};
-
-// Asks the caches for the rows that the next head will read while this one computes. A
-// head's rows lie 3C floats apart in a packed qkv, too few of them for the hardware
-// prefetcher to follow, and the first loads of each head stalled its products.
-template <class T>
-void prefetch_rows(const T* m, int64_t ld, int64_t rows, int64_t cols) {
-  const int64_t bytes = cols * int64_t(sizeof(T));
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t b = 0; b < bytes; b += 64)
-      __builtin_prefetch(reinterpret_cast<const char*>(m + r * ld) + b);
-}
-
-// One row of the softmax in place: subtract the max, exponentiate, divide by the sum.
-template <class T>
-void softmax_row(T* row, int64_t n) {
-  const T m = vec::row_max(row, n);
-  for (int64_t j = 0; j < n; ++j) row[j] = vec::exp_of(row[j] - m);
-  const T inv = T(1.0 / vec::row_sum(n, [&](int64_t j) { return row[j]; }));
-  for (int64_t j = 0; j < n; ++j) row[j] *= inv;
-}
-
-// P = softmax of each of the Tq rows of S (Tk entries each), in place.
-template <class T>
-void softmax_rows(T* p, int64_t Tq, int64_t Tk) {
-  if constexpr (std::is_same_v<T, float> && detail::kAttentionRowsAvx512)
-    return detail::softmax_rows_avx512(p, Tq, Tk);
-  for (int64_t i = 0; i < Tq; ++i) softmax_row(p + i * Tk, Tk);
-}
-
-// dS = P * (dP - D_i) in place of dP, D_i = sum_j dP_ij P_ij in double.
-template <class T>
-void softmax_grad_rows(const T* p, T* ds, int64_t Tq, int64_t Tk) {
-  if constexpr (std::is_same_v<T, float> && detail::kAttentionRowsAvx512)
-    return detail::softmax_grad_rows_avx512(p, ds, Tq, Tk);
-  for (int64_t i = 0; i < Tq; ++i) {
-    const T* pi = p + i * Tk;
-    T* di = ds + i * Tk;
-    const double row_dot = vec::row_sum(Tk, [&](int64_t j) { return double(di[j]) * pi[j]; });
-    for (int64_t j = 0; j < Tk; ++j) di[j] = pi[j] * (di[j] - T(row_dot));
-  }
-}
-
-// Forward of one head: P (Tq, Tk) and O (Tq, D).
-template <class T>
-void attention_head_forward(HeadView<const T> q, HeadView<const T> k, HeadView<const T> v, T* p,
-                            HeadView<T> o, const AttentionShape& s, double scale) {
-  const int64_t Tq = s.Tq, Tk = s.Tk, D = s.D;
-  gemm(false, true, Tq, Tk, D, scale, q.data, q.ld, k.data, k.ld, p, Tk);  // S = s Q K^T
-  softmax_rows(p, Tq, Tk);                                                 // P
-  gemm(false, false, Tq, D, Tk, 1.0, p, Tk, v.data, v.ld, o.data, o.ld);   // O = P V
-}
-
-// Backward of one head. dq, dk, dv may be null (not needed); ds is a (Tq, Tk) scratch.
-//   dV = P^T dO;  dP = dO V^T;  D_i = sum_j dP_ij P_ij;  dS = P * (dP - D_i);
-//   dQ = s dS K;  dK = s dS^T Q.
-template <class T>
-void attention_head_backward(HeadView<const T> q, HeadView<const T> k, HeadView<const T> v,
-                             const T* p, HeadView<const T> dout, HeadView<T> dq, HeadView<T> dk,
-                             HeadView<T> dv, T* ds, const AttentionShape& s, double scale) {
-  const int64_t Tq = s.Tq, Tk = s.Tk, D = s.D;
-  if (dv.data) gemm(true, false, Tk, D, Tq, 1.0, p, Tk, dout.data, dout.ld, dv.data, dv.ld);
-  if (!dq.data && !dk.data) return;
-  gemm(false, true, Tq, Tk, D, 1.0, dout.data, dout.ld, v.data, v.ld, ds, Tk);  // dP
-  softmax_grad_rows(p, ds, Tq, Tk);                                             // dS
-  if (dq.data) gemm(false, false, Tq, D, Tk, scale, ds, Tk, k.data, k.ld, dq.data, dq.ld);
-  if (dk.data) gemm(true, false, Tk, D, Tq, scale, ds, Tk, q.data, q.ld, dk.data, dk.ld);
-}
-
 bool needs_grad(const Tensor& t) {
   return t.requires_grad() || t.grad_fn();
 }
@@ -165,9 +77,9 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
       T *pp = p.data<T>(), *op = out.data<T>();
       for_each_head(s, [&](int64_t h0, int64_t h1) {
         for (int64_t h = h0; h < h1; ++h)
-          attention_head_forward<T>({qp + h * s.Tq * s.D, s.D}, {kp + h * s.Tk * s.D, s.D},
+          kernels::attention_head_forward<T>({qp + h * s.Tq * s.D, s.D}, {kp + h * s.Tk * s.D, s.D},
                                     {vp + h * s.Tk * s.D, s.D}, pp + h * s.Tq * s.Tk,
-                                    {op + h * s.Tq * s.D, s.D}, s, scale);
+                                    {op + h * s.Tq * s.D, s.D}, s.Tq, s.Tk, s.D, scale);
       });
     });
   } else {
@@ -200,10 +112,10 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
         std::vector<T> ds(s.Tq * s.Tk);  // dP, then dS, of one head
         for (int64_t h = h0; h < h1; ++h) {
           const int64_t qo = h * s.Tq * s.D, ko = h * s.Tk * s.D;
-          attention_head_backward<T>(
+          kernels::attention_head_backward<T>(
               {qp + qo, s.D}, {kp + ko, s.D}, {vp + ko, s.D}, pp + h * s.Tq * s.Tk, {gp + qo, s.D},
               {dqp ? dqp + qo : nullptr, s.D}, {dkp ? dkp + ko : nullptr, s.D},
-              {dvp ? dvp + ko : nullptr, s.D}, ds.data(), s, scale);
+              {dvp ? dvp + ko : nullptr, s.D}, ds.data(), s.Tq, s.Tk, s.D, scale);
         }
       });
     });
@@ -244,9 +156,9 @@ Tensor qkv_attention(const Tensor& qkv, int64_t num_heads) {
           const T_* q = x + q_at(h);
           if (h + 1 < h1)
             for (int part = 0; part < 3; ++part)
-              prefetch_rows(x + q_at(h + 1) + part * C, ld, T, s.D);
-          attention_head_forward<T_>({q, ld}, {q + C, ld}, {q + 2 * C, ld}, pp + h * T * T,
-                                     {op + o_at(h), C}, s, scale);
+              kernels::prefetch_rows(x + q_at(h + 1) + part * C, ld, T, s.D);
+          kernels::attention_head_forward<T_>({q, ld}, {q + C, ld}, {q + 2 * C, ld}, pp + h * T * T,
+                                     {op + o_at(h), C}, s.Tq, s.Tk, s.D, scale);
         }
       });
     });
@@ -270,13 +182,13 @@ Tensor qkv_attention(const Tensor& qkv, int64_t num_heads) {
           T_* dq = d + q_at(h);
           if (h + 1 < h1) {
             for (int part = 0; part < 3; ++part)
-              prefetch_rows(x + q_at(h + 1) + part * C, ld, T, s.D);
-            prefetch_rows(gp + o_at(h + 1), C, T, s.D);
-            prefetch_rows(pp + (h + 1) * T * T, T, T, T);
+              kernels::prefetch_rows(x + q_at(h + 1) + part * C, ld, T, s.D);
+            kernels::prefetch_rows(gp + o_at(h + 1), C, T, s.D);
+            kernels::prefetch_rows(pp + (h + 1) * T * T, T, T, T);
           }
-          attention_head_backward<T_>({q, ld}, {q + C, ld}, {q + 2 * C, ld}, pp + h * T * T,
+          kernels::attention_head_backward<T_>({q, ld}, {q + C, ld}, {q + 2 * C, ld}, pp + h * T * T,
                                       {gp + o_at(h), C}, {dq, ld}, {dq + C, ld}, {dq + 2 * C, ld},
-                                      ds.data(), s, scale);
+                                      ds.data(), s.Tq, s.Tk, s.D, scale);
         }
       });
     });
