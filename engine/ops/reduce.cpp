@@ -9,6 +9,7 @@
 
 #include "engine/autograd/autograd.h"
 #include "engine/core/parallel.h"
+#include "engine/kernels/axis_max.h"
 #include "engine/kernels/axis_sums.h"
 #include "engine/ops/ops.h"
 
@@ -115,20 +116,8 @@ Tensor max(const Tensor& a, const Axes& axes, bool keepdim) {
   auto where = std::make_shared<std::vector<int64_t>>(out.numel());
   dispatch(a.dtype(), [&](auto z) {
     using T = decltype(z);
-    const T* x = src.data<T>();
-    T* y = out.data<T>();
-    parallel_for(s.outer * s.inner, 256, [&](int64_t k0, int64_t k1) {
-      for (int64_t k = k0; k < k1; ++k) {
-        const int64_t o = k / s.inner, i = k % s.inner;
-        int64_t best = o * s.reduced * s.inner + i;
-        for (int64_t r = 1; r < s.reduced; ++r) {
-          const int64_t at = (o * s.reduced + r) * s.inner + i;
-          if (x[at] > x[best] || (std::isnan(x[at]) && !std::isnan(x[best]))) best = at;
-        }
-        y[k] = x[best];
-        (*where)[k] = best;
-      }
-    });
+    kernels::max_middle_axis(src.data<T>(), out.data<T>(), where->data(), s.outer, s.reduced,
+                             s.inner);
   });
   add_flops(double(a.numel()));
   const Shape in_shape = a.shape(), src_shape = src.shape();
