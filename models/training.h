@@ -1,4 +1,5 @@
-// Training and evaluation of a ViT: the loop behind `vitgrad train` and `vitgrad eval`.
+// Training and evaluation of a ViT: what `vitgrad train` and `vitgrad eval` call. The run is
+// built by models/trainer/run.h and stepped by the Trainer (models/trainer/trainer.h).
 //
 // A run writes into its folder: config.json (model and training options), metrics.jsonl
 // (one JSON object per logged step and per epoch), last.json (every --save-every steps and
@@ -58,8 +59,7 @@ struct TrainOptions {
 };
 
 // The training options a named model preset implies: the defaults above, except for
-// "fmnist-ls-recipe", the LearnableScaler training recipe at toy scale (LAMB wd 0.02 with
-// its global clip, accumulation, the learnable-scaler schedule, both auxiliary losses).
+// "fmnist-ls-recipe", the LearnableScaler training recipe (models/recipes/learnable_scaler.h).
 TrainOptions training_defaults(const std::string& preset_name);
 
 struct TrainResult {
@@ -85,6 +85,10 @@ struct EvalResult {
 // With `predictions`, also the predicted class of every image, in data set order.
 EvalResult evaluate(ViT& model, const data::Dataset& data, int64_t batch_size = 500,
                     std::vector<int32_t>* predictions = nullptr);
+
+// Where Debian's dataset-fashion-mnist package installs the four gzipped IDX files: a run's
+// Fashion-MNIST when --data-dir is not given.
+inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
 
 // The data set a run uses: Fashion-MNIST (train or test) or the synthetic set.
 data::Dataset load_dataset(const TrainOptions& options, const std::string& split);
