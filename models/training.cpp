@@ -13,6 +13,7 @@
 #include "models/run_folder.h"
 #include "models/trainer/observers.h"
 #include "models/trainer/run.h"
+#include "models/trainer/stop_signals.h"
 
 namespace vg {
 namespace {
@@ -31,10 +32,13 @@ TrainResult fit(Run& run, std::ostream& log) {
   for (TrainObserver* o : std::initializer_list<TrainObserver*>{&guard, &evaluator, &metrics,
                                                                 &progress, &checkpointer})
     trainer.add(*o);
-  trainer.fit();
+  StopSignals signals;
+  trainer.fit([&] { return signals.received() != 0; });
   TrainResult result;
   result.steps = run.step;
+  result.signal = signals.received();
   if (run.last_eval) {
+    result.evaluated = true;
     result.test_loss = run.last_eval->loss;
     result.test_accuracy = run.last_eval->accuracy;
   }
@@ -57,6 +61,35 @@ void write_run_config(const Run& run) {
   json config = {{"model", run.options.model.to_json()}, {"train", run.options.to_json()}};
   write_file_atomically((std::filesystem::path(run.out_dir) / "config.json").string(),
                         config.dump(2) + "\n");
+}
+
+bool same_folder(const std::string& a, const std::string& b) {
+  return std::filesystem::weakly_canonical(a) == std::filesystem::weakly_canonical(b);
+}
+
+// Where a resumed run writes: its own folder when the checkpoint is the folder's latest,
+// else a new folder holding the history up to the checkpoint's step, so that the later
+// checkpoints and metrics are never rewritten.
+std::string continuation_folder(const std::string& path, int64_t step, const std::string& out,
+                                std::ostream& log) {
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  const int64_t latest = latest_saved_step(dir);
+  const bool in_place = out.empty() ? latest <= step : same_folder(out, dir);
+  if (in_place) {
+    check(latest <= step, dir, " goes on past step ", step, " (last.json is at step ", latest,
+          "): resuming ", path, " there would overwrite it; give a new --out");
+    make_run_folder(dir, false);
+    remove_stale_temporaries(dir);
+    return dir;
+  }
+  const std::string to = out.empty() ? branch_folder_name(dir, step) : out;
+  make_run_folder(to, true);
+  copy_run_history(dir, to, step);
+  if (out.empty())
+    log << path << " is at step " << step << " but " << dir << " goes on to step " << latest
+        << ": continuing in a new run folder, " << to << "\n";
+  return to;
 }
 
 }  // namespace
@@ -101,6 +134,9 @@ TrainResult train(const TrainOptions& options, std::ostream& log) {
     if (created) std::filesystem::remove_all(run->out_dir);  // no empty run folder stays behind
     throw;
   }
+  if (run->options.sched == "cosine" && run->options.warmup >= run->total_steps)
+    log << "warning: --warmup " << run->options.warmup << " is not shorter than the run ("
+        << run->total_steps << " steps): the learning rate never reaches --lr\n";
   log << "training " << run->model->num_parameters() << " parameters for " << run->total_steps
       << " steps (" << run->steps_per_epoch << " per epoch) on " << run->train_set.name
       << "; writing " << run->out_dir << "\n";
@@ -120,12 +156,14 @@ TrainResult resume(const std::string& path, int64_t total_steps, const std::stri
   const std::unique_ptr<Run> run = build_run(saved.options, total, {.resume = &c, .path = path});
   run->best_accuracy = saved.best_accuracy;
   run->last_eval = saved.last_eval;
-  run->out_dir = out.empty() ? std::filesystem::path(path).parent_path().string() : out;
-  if (run->out_dir.empty()) run->out_dir = ".";
-  make_run_folder(run->out_dir, false);
-  remove_stale_temporaries(run->out_dir);
+  run->out_dir = continuation_folder(path, c.step, out, log);
   trim_metrics(run->out_dir, run->step);
   log << "resuming " << path << " at step " << run->step << " of " << run->total_steps << "\n";
+  const int64_t floor = run->schedule->floor_step(run->steps_per_epoch);
+  if (floor >= 0 && run->total_steps > std::max(floor, run->step))
+    log << "warning: the learning-rate schedule ended at step " << floor
+        << " (the run's planned length); steps " << std::max(floor, run->step) + 1 << " to "
+        << run->total_steps << " train at its final rate " << run->lr_at(floor) << "\n";
   return fit(*run, log);
 }
 

@@ -64,16 +64,21 @@ TrainOptions training_defaults(const std::string& preset_name);
 
 struct TrainResult {
   int64_t steps = 0;
+  bool evaluated = false;  // test_loss and test_accuracy hold the latest evaluation
   double test_loss = 0, test_accuracy = 0, best_test_accuracy = 0;
   double seconds = 0;
   std::string out_dir;
+  int signal = 0;  // SIGINT or SIGTERM when one stopped the run early (last.json saved)
 };
 
 // Trains from scratch (or from options.init). Progress goes to `log`.
 TrainResult train(const TrainOptions& options, std::ostream& log);
 // Continues the run saved in `checkpoint` until `total_steps` optimiser steps (or, if 0, the
-// total the run was started with); `out` (empty: the checkpoint's folder) and `save_every`
-// (< 0: as before) may change.
+// total the run was started with); `out` and `save_every` (< 0: as before) may change. The
+// run goes on in the checkpoint's folder (or `out`) when the checkpoint is the folder's
+// latest; from an earlier one (best.json behind last.json) it continues in a new folder,
+// `out` or "<folder>-from-step<N>", which starts with the history up to that step, and the
+// later checkpoints and metrics stay as they are.
 TrainResult resume(const std::string& checkpoint, int64_t total_steps, const std::string& out,
                    int64_t save_every, std::ostream& log, bool progress_tty);
 

@@ -12,7 +12,11 @@ void Checkpointer::save(Run& run, const std::string& file) {
     diverged(run, run.step, e.what());
   }
   const std::string path = (std::filesystem::path(run.out_dir) / file).string();
-  save_checkpoint(path, snap);
+  try {
+    save_checkpoint(path, snap);
+  } catch (const Error& e) {  // a full disk: the previous file is untouched
+    throw Error(cat_str("could not save step ", run.step, ": ", e.what(), "; ", last_good(run)));
+  }
   if (file == "last.json") {
     run.saved_step = run.step;
     run.saved_path = path;

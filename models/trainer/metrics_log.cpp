@@ -1,3 +1,7 @@
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 
 #include "engine/ops/ops.h"
@@ -27,9 +31,28 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 }  // namespace
 
 void MetricsLog::on_start(Run& run) {
-  out_.open(std::filesystem::path(run.out_dir) / "metrics.jsonl", std::ios::app);
-  check(out_.good(), run.out_dir, "/metrics.jsonl: cannot write");
+  path_ = (std::filesystem::path(run.out_dir) / "metrics.jsonl").string();
+  out_.open(path_, std::ios::app);
+  check(out_.good(), path_, ": cannot write");
+  std::error_code ec;
+  whole_size_ = std::filesystem::exists(path_) ? std::filesystem::file_size(path_, ec) : 0;
   start_ = std::chrono::steady_clock::now();
+}
+
+void MetricsLog::write(const Run& run, const nlohmann::json& record) {
+  const std::string line = record.dump() + "\n";
+  errno = 0;
+  out_ << line << std::flush;
+  if (out_.good()) {
+    whole_size_ += line.size();
+    return;
+  }
+  // A full disk: cut the line it left half-written, so every line still parses, and stop.
+  const std::string reason = errno ? std::strerror(errno) : "write failed";
+  out_.close();
+  ::truncate(path_.c_str(), static_cast<off_t>(whole_size_));
+  throw Error(
+      cat_str(path_, ": cannot write (", reason, ") at step ", run.step, "; ", last_good(run)));
 }
 
 void MetricsLog::on_step(Run& run, StepReport& r) {
@@ -48,7 +71,7 @@ void MetricsLog::on_step(Run& run, StepReport& r) {
       record["layerscale"] = gamma_magnitudes(*run.model, false);
     if (run.model->config().grn) record["grn"] = gamma_magnitudes(*run.model, true);
     if (run.options.aux.any()) record["aux_loss"] = r.aux_loss;  // of the last step
-    out_ << record.dump() << "\n" << std::flush;
+    write(run, record);
     window_ = Tally{};
     window_seconds_ = 0;
   }
@@ -63,7 +86,7 @@ void MetricsLog::on_step(Run& run, StepReport& r) {
                    {"lr", r.lr},
                    {"seconds", seconds_since(start_)}};
     if (e->ema_accuracy) record["ema_test_accuracy"] = *e->ema_accuracy;
-    out_ << record.dump() << "\n" << std::flush;
+    write(run, record);
   }
 }
 

@@ -36,25 +36,32 @@ class Evaluator : public TrainObserver {
 
 // metrics.jsonl: a "step" record every --log-every steps (and at the last step) with the
 // window's loss, accuracy and images/s, and an "epoch" record after each evaluation.
-// Every line is flushed as it is written.
+// Every line is flushed as it is written; a write that fails (a full disk) leaves the file
+// with whole lines only and stops the run.
 class MetricsLog : public TrainObserver {
  public:
   void on_start(Run& run) override;
   void on_step(Run& run, StepReport& report) override;
 
  private:
+  void write(const Run& run, const nlohmann::json& record);
+
+  std::string path_;
   std::ofstream out_;
+  uintmax_t whole_size_ = 0;  // the file's size up to its last whole line
   Tally window_;
   double window_seconds_ = 0;  // the time of the window's steps only
   std::chrono::steady_clock::time_point start_;
 };
 
-// The progress line on `out`: epoch, step, the window's loss and accuracy, images/s and the
-// time left; on a terminal one line rewritten in place, otherwise a line every --log-every
-// steps. A line per epoch with its evaluation.
+// The progress line on `out`: epoch, step, the loss and accuracy since the last line,
+// images/s and the time left; on a terminal one line rewritten in place every
+// `refresh_seconds` (whatever --log-every is), otherwise a line every --log-every steps.
+// A line per epoch with its evaluation.
 class ProgressLine : public TrainObserver {
  public:
-  ProgressLine(std::ostream& out, bool tty) : out_(out), tty_(tty) {}
+  ProgressLine(std::ostream& out, bool tty, double refresh_seconds = 0.25)
+      : out_(out), tty_(tty), refresh_seconds_(refresh_seconds) {}
   void on_start(Run& run) override;
   void on_step(Run& run, StepReport& report) override;
 
@@ -63,6 +70,8 @@ class ProgressLine : public TrainObserver {
 
   std::ostream& out_;
   bool tty_;
+  double refresh_seconds_;
+  std::chrono::steady_clock::time_point last_line_;
   Tally window_;
   double window_seconds_ = 0;
   int64_t first_step_ = 0;

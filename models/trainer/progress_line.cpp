@@ -25,13 +25,15 @@ std::string format_duration(double s) {
 
 void ProgressLine::on_start(Run& run) {
   first_step_ = run.step;
-  start_ = std::chrono::steady_clock::now();
+  start_ = last_line_ = std::chrono::steady_clock::now();
 }
 
 void ProgressLine::on_step(Run& run, StepReport& r) {
   window_.add(r);
   window_seconds_ += r.seconds;
-  if (r.step % run.options.log_every == 0 || r.step == run.total_steps) print_line(run, r);
+  const bool due =
+      tty_ ? seconds_since(last_line_) >= refresh_seconds_ : r.step % run.options.log_every == 0;
+  if (due || r.step == run.total_steps) print_line(run, r);
   if (const auto& e = r.epoch_report) {
     if (tty_) out_ << "\n";
     out_ << "epoch " << e->epoch << " done: train loss " << std::fixed << std::setprecision(4)
@@ -57,6 +59,7 @@ void ProgressLine::print_line(const Run& run, const StepReport& r) {
     out_ << line.str() << "\n" << std::flush;
   window_ = Tally{};
   window_seconds_ = 0;
+  last_line_ = std::chrono::steady_clock::now();
 }
 
 }  // namespace vg
