@@ -72,8 +72,8 @@ bool same_folder(const std::string& a, const std::string& b) {
 // checkpoints and metrics are never rewritten.
 std::string continuation_folder(const std::string& path, int64_t step, const std::string& out,
                                 std::ostream& log) {
-  std::string dir = std::filesystem::path(path).parent_path().string();
-  if (dir.empty()) dir = ".";
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  const std::string dir = parent.empty() ? std::string(".") : parent.string();
   const int64_t latest = latest_saved_step(dir);
   const bool in_place = out.empty() ? latest <= step : same_folder(out, dir);
   if (in_place) {
