@@ -19,11 +19,15 @@ bool make_run_folder(const std::string& dir, bool must_be_new) {
   const fs::file_status status = fs::status(dir, ec);
   if (fs::exists(status)) {
     check(fs::is_directory(status), dir, ": exists and is not a folder (choose another --out)");
+    const fs::path last = fs::path(dir) / "last.json";
+    // A run stopped before its first checkpoint has nothing to resume from.
+    const std::string way =
+        fs::exists(last) ? "resume it with --resume " + last.string() + " or choose another --out"
+                         : "it saved no checkpoint to resume; choose another --out, or delete " +
+                               dir + " to start it again";
     if (must_be_new)
       for (const char* file : {"config.json", "last.json", "metrics.jsonl"})
-        check(!fs::exists(fs::path(dir) / file), dir, " already holds a run (", file,
-              "): resume it with --resume ", (fs::path(dir) / "last.json").string(),
-              " or choose another --out");
+        check(!fs::exists(fs::path(dir) / file), dir, " already holds a run (", file, "): ", way);
     return false;
   }
   fs::create_directories(dir, ec);

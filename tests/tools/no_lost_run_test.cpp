@@ -215,3 +215,14 @@ TEST_CASE("a full disk stops the run with one line and keeps what was whole") {
       CHECK(entry.path().filename().string().find(".tmp.") == std::string::npos);
   }
 }
+
+TEST_CASE("a folder whose run saved no checkpoint is not offered for --resume") {
+  const fs::path dir = fresh_dir("no_checkpoint");
+  fs::create_directories(dir / "run");
+  std::ofstream(dir / "run" / "config.json") << "{}";
+  const auto r = vitgrad("train " + kTiny + "--steps 1 --out " + (dir / "run").string());
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("already holds a run (config.json): it saved no checkpoint to resume") !=
+        std::string::npos);
+  CHECK(r.err.find("--resume") == std::string::npos);
+}
