@@ -36,7 +36,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     vg::ViT model(config);
     vg::optim::AdamW optimizer(
         vg::optim::param_groups_weight_decay(model.named_parameters(), 0.05));
-    std::optional<vg::optim::Schedule> schedule;
+    std::optional<vg::RunSchedule> schedule;
     const vg::data::Dataset images =
         vg::data::make_synthetic("train", 40, 0);  // 28x28x1, as the seed checkpoints
     vg::data::Loader loader(images, 20, true, true, 1);

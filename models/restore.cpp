@@ -109,12 +109,12 @@ void restore_checkpoint(const Checkpoint& c, const std::string& source,
     });
   }
 
-  std::optional<optim::Schedule> schedule;
+  std::optional<RunSchedule> schedule;
   if (into.schedule) {
     check(c.scheduler.is_object(), source,
           ": entry 'scheduler' is null (a weights-only checkpoint cannot be resumed)");
     schedule =
-        prefixed(source + ": scheduler: ", [&] { return optim::Schedule::from_json(c.scheduler); });
+        prefixed(source + ": scheduler: ", [&] { return RunSchedule::from_json(c.scheduler); });
   }
 
   if (into.loader || into.dropout_rng)

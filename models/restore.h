@@ -14,7 +14,7 @@
 #include "engine/data/loader.h"
 #include "engine/io/checkpoint.h"
 #include "engine/optim/optimizer.h"
-#include "engine/optim/schedule.h"
+#include "models/trainer/schedule.h"
 #include "models/ema.h"
 #include "models/vit.h"
 
@@ -25,7 +25,7 @@ namespace vg {
 struct RestoreTargets {
   ViT* model = nullptr;                                // "config" and "model"
   optim::Optimizer* optimizer = nullptr;               // "optimizer"
-  std::optional<optim::Schedule>* schedule = nullptr;  // "scheduler"
+  std::optional<RunSchedule>* schedule = nullptr;      // "scheduler"
   data::Loader* loader = nullptr;                      // "data" and rng "augment"
   bool dropout_rng = false;                            // rng "dropout" into model->dropout_rng()
   ModelEma* ema = nullptr;                             // extra "ema"

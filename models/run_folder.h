@@ -16,4 +16,16 @@ bool make_run_folder(const std::string& dir, bool must_be_new);
 // killed process, so a resumed run appends exactly what an uninterrupted one would have.
 void trim_metrics(const std::string& dir, int64_t step);
 
+// The step of `dir`/last.json, -1 if there is none, and INT64_MAX if it cannot be read (so
+// that nothing is taken to be later than it).
+int64_t latest_saved_step(const std::string& dir);
+
+// A new run folder for a run branched from `dir` at `step`: "<dir>-from-step<step>", or
+// with "-2", "-3", ... after it when that is taken.
+std::string branch_folder_name(const std::string& dir, int64_t step);
+
+// Starts the new folder `to` as the history of run folder `from` up to `step`: its
+// config.json and its metrics.jsonl records up to that step.
+void copy_run_history(const std::string& from, const std::string& to, int64_t step);
+
 }  // namespace vg

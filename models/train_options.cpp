@@ -2,16 +2,13 @@
 #include <cmath>
 
 #include "engine/core/error.h"
+#include "models/recipes/learnable_scaler.h"
 #include "models/training.h"
 
 namespace vg {
 namespace {
 
 using nlohmann::json;
-
-// The hinge's threshold in the toy recipe. The reference's 200 fits ImageNet-scale
-// residual streams; see training_defaults.
-constexpr double kRecipeFeatureThreshold = 200;
 
 template <class T>
 void read(const json& j, const char* key, T& into) {
@@ -117,29 +114,8 @@ TrainOptions TrainOptions::from_json(const json& j, const ViTConfig& model) {
 }
 
 TrainOptions training_defaults(const std::string& preset_name) {
-  TrainOptions o;
-  if (preset_name != "fmnist-ls-recipe") return o;
-  o.model = preset(preset_name);
-  // The reference command (lr 0.005, wd 0.02, LAMB, --clip-grad 14 before LAMB's own
-  // clip at 1.0, 8 accumulated micro-batches, --sched custom 0.8/0.5, smoothing 0.1) with
-  // the batch scaled down to 128 x 4 for a CPU. Its auxiliary weights are the effective
-  // ones of the reference: train.py multiplies the summed extra loss by
-  // --train-feature-decay once more, so 0.1 becomes 0.1 x 0.1 and 0.03 becomes 0.03 x 0.1.
-  o.opt = "lamb";
-  o.lr = 5e-3;
-  o.wd = 0.02;
-  o.clip = 14;
-  o.batch = 128;
-  o.accum = 4;
-  o.sched = "learnable-scaler";
-  o.sched_factor = 0.8;
-  o.sched_threshold = 0.5;
-  o.label_smoothing = 0.1;
-  o.aux.feature_decay = 0.1 * 0.1;
-  o.aux.attn_extra_loss = 0.03 * 0.1;
-  o.aux.attn_layers = 6;
-  o.aux.feature_threshold = kRecipeFeatureThreshold;
-  return o;
+  if (preset_name == recipes::kLearnableScalerPreset) return recipes::learnable_scaler_options();
+  return TrainOptions{};
 }
 
 void TrainOptions::validate() const {

@@ -1,4 +1,5 @@
-// Training and evaluation of a ViT: the loop behind `vitgrad train` and `vitgrad eval`.
+// Training and evaluation of a ViT: what `vitgrad train` and `vitgrad eval` call. The run is
+// built by models/trainer/run.h and stepped by the Trainer (models/trainer/trainer.h).
 //
 // A run writes into its folder: config.json (model and training options), metrics.jsonl
 // (one JSON object per logged step and per epoch), last.json (every --save-every steps and
@@ -58,22 +59,26 @@ struct TrainOptions {
 };
 
 // The training options a named model preset implies: the defaults above, except for
-// "fmnist-ls-recipe", the LearnableScaler training recipe at toy scale (LAMB wd 0.02 with
-// its global clip, accumulation, the learnable-scaler schedule, both auxiliary losses).
+// "fmnist-ls-recipe", the LearnableScaler training recipe (models/recipes/learnable_scaler.h).
 TrainOptions training_defaults(const std::string& preset_name);
 
 struct TrainResult {
   int64_t steps = 0;
+  bool evaluated = false;  // test_loss and test_accuracy hold the latest evaluation
   double test_loss = 0, test_accuracy = 0, best_test_accuracy = 0;
   double seconds = 0;
   std::string out_dir;
+  int signal = 0;  // SIGINT or SIGTERM when one stopped the run early (last.json saved)
 };
 
 // Trains from scratch (or from options.init). Progress goes to `log`.
 TrainResult train(const TrainOptions& options, std::ostream& log);
 // Continues the run saved in `checkpoint` until `total_steps` optimiser steps (or, if 0, the
-// total the run was started with); `out` (empty: the checkpoint's folder) and `save_every`
-// (< 0: as before) may change.
+// total the run was started with); `out` and `save_every` (< 0: as before) may change. The
+// run goes on in the checkpoint's folder (or `out`) when the checkpoint is the folder's
+// latest; from an earlier one (best.json behind last.json) it continues in a new folder,
+// `out` or "<folder>-from-step<N>", which starts with the history up to that step, and the
+// later checkpoints and metrics stay as they are.
 TrainResult resume(const std::string& checkpoint, int64_t total_steps, const std::string& out,
                    int64_t save_every, std::ostream& log, bool progress_tty);
 
@@ -85,6 +90,10 @@ struct EvalResult {
 // With `predictions`, also the predicted class of every image, in data set order.
 EvalResult evaluate(ViT& model, const data::Dataset& data, int64_t batch_size = 500,
                     std::vector<int32_t>* predictions = nullptr);
+
+// Where Debian's dataset-fashion-mnist package installs the four gzipped IDX files: a run's
+// Fashion-MNIST when --data-dir is not given.
+inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
 
 // The data set a run uses: Fashion-MNIST (train or test) or the synthetic set.
 data::Dataset load_dataset(const TrainOptions& options, const std::string& split);

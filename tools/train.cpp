@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <iomanip>
 #include <iostream>
 
@@ -9,6 +10,7 @@
 #include "engine/core/parallel.h"
 #include "engine/io/checkpoint.h"
 #include "models/restore.h"
+#include "models/trainer/stop_signals.h"
 #include "models/training.h"
 #include "tools/args.h"
 #include "tools/model_flags.h"
@@ -88,10 +90,20 @@ int run_train(const std::vector<std::string>& argv) {
     result = train(o, std::cerr);
   }
   std::cout << "steps: " << result.steps << "  time: " << std::fixed << std::setprecision(1)
-            << result.seconds << " s  run: " << result.out_dir << "\n"
-            << "best test accuracy: " << std::setprecision(2) << 100 * result.best_test_accuracy
-            << "%\n"
-            << "test accuracy: " << 100 * result.test_accuracy << "%\n";
+            << result.seconds << " s  run: " << result.out_dir << "\n";
+  // A run (or a resume with no steps left) that has never been evaluated prints no accuracy.
+  if (result.best_test_accuracy >= 0)
+    std::cout << "best test accuracy: " << std::setprecision(2)
+              << 100 * result.best_test_accuracy << "%\n";
+  if (result.evaluated)
+    std::cout << "test accuracy: " << std::setprecision(2) << 100 * result.test_accuracy << "%\n";
+  if (result.signal) {
+    const std::string last = (std::filesystem::path(result.out_dir) / "last.json").string();
+    std::cerr << (tty ? "\n" : "") << "stopped by " << signal_name(result.signal) << " at step "
+              << result.steps << "; saved " << last << ". Resume with: vitgrad train --resume "
+              << last << "\n";
+    return 128 + result.signal;  // 130 for SIGINT, 143 for SIGTERM
+  }
   return 0;
 }
 

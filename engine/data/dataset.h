@@ -10,8 +10,6 @@
 
 namespace vg::data {
 
-// Where Debian's dataset-fashion-mnist package installs the four gzipped IDX files.
-inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
 // Mean and standard deviation of the Fashion-MNIST training pixels scaled to [0, 1].
 inline constexpr double kFashionMnistMean = 0.2860;
 inline constexpr double kFashionMnistStd = 0.3530;

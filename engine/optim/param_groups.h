@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -30,16 +31,15 @@ struct ParamGroup {
 // are left out, as timm does.
 std::vector<ParamGroup> param_groups_weight_decay(const ParameterList& params, double weight_decay);
 
-// BEiT-style layer-wise learning-rate decay for a ViT of `depth` blocks. Layer ids come
-// from the names: cls_token, reg_token, pos_embed, patch_embed* -> 0; blocks.k.* -> k+1;
-// norm.* and fc_norm.* -> depth (the id of the last block); anything else (the head) ->
-// depth+1. A layer's lr_scale is layer_decay^(depth+1 - id), and each layer is split by
-// the no_weight_decay tag into "layer_<id>_no_decay" and "layer_<id>_decay" groups, in the
-// order the parameters first appear (as timm).
+// BEiT-style layer-wise learning-rate decay over layers 0..num_layers-1 (the input stem
+// first, the head last): `layer_id` says which layer a parameter belongs to (a model knows
+// its own names; models/vit_layer_decay.h has the ViT's rule). A layer's lr_scale is
+// layer_decay^(num_layers-1 - id), and each layer is split by the no_weight_decay tag into
+// "layer_<id>_no_decay" and "layer_<id>_decay" groups, in the order the parameters first
+// appear (as timm).
+using LayerIdFn = std::function<int64_t(const std::string& name)>;
 std::vector<ParamGroup> param_groups_layer_decay(const ParameterList& params, double weight_decay,
-                                                 double layer_decay, int64_t depth);
-
-// The layer id of a parameter name under param_groups_layer_decay's rule.
-int64_t layer_id_for_name(const std::string& name, int64_t depth);
+                                                 double layer_decay, int64_t num_layers,
+                                                 const LayerIdFn& layer_id);
 
 }  // namespace vg::optim

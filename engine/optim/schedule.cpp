@@ -24,8 +24,6 @@ std::vector<std::string> fields_of(Schedule::Kind kind) {
       return {"step_size", "gamma"};
     case Schedule::Kind::cosine:
       return {"t_initial", "min_lr", "warmup_t", "warmup_lr_init", "warmup_prefix"};
-    case Schedule::Kind::learnable_scaler:
-      return {"num_epochs", "factor", "threshold"};
   }
   return {};
 }
@@ -54,8 +52,6 @@ const char* schedule_kind_name(Schedule::Kind kind) {
       return "step";
     case Schedule::Kind::cosine:
       return "cosine";
-    case Schedule::Kind::learnable_scaler:
-      return "learnable_scaler";
   }
   return "?";
 }
@@ -92,18 +88,6 @@ Schedule Schedule::cosine(double base_lr, int64_t t_initial, double min_lr, int6
   return s;
 }
 
-Schedule Schedule::learnable_scaler(double base_lr, int64_t num_epochs, double factor,
-                                    double threshold) {
-  Schedule s;
-  s.kind_ = Kind::learnable_scaler;
-  s.base_lr_ = base_lr;
-  s.num_epochs_ = num_epochs;
-  s.factor_ = factor;
-  s.threshold_ = threshold;
-  s.validate();
-  return s;
-}
-
 void Schedule::validate() const {
   const char* kind = schedule_kind_name(kind_);
   // base_lr 0 is allowed: a run that keeps the weights as initialised.
@@ -128,14 +112,6 @@ void Schedule::validate() const {
             "schedule (cosine): warmup_lr_init must be a "
             "finite number >= 0, got ",
             warmup_lr_init_);
-      break;
-    case Kind::learnable_scaler:
-      check(num_epochs_ >= 1, "schedule (learnable_scaler): num_epochs must be >= 1, got ",
-            num_epochs_);
-      check(finite_at_least(factor_, 0) && factor_ > 0,
-            "schedule (learnable_scaler): factor must be a finite number > 0, got ", factor_);
-      check(finite_at_least(threshold_, 0) && threshold_ <= 1,
-            "schedule (learnable_scaler): threshold must be in [0, 1], got ", threshold_);
       break;
   }
 }
@@ -164,20 +140,6 @@ double Schedule::multiplier(int64_t t) const {
       return std::pow(gamma_, static_cast<double>(t / step_size_));
     case Kind::cosine:
       return base_lr_ > 0 ? lr(t) / base_lr_ : 1.0;
-    case Kind::learnable_scaler: {
-      const double N = static_cast<double>(num_epochs_);
-      const auto c = [N](double e) { return (1 + std::cos(M_PI * e / N)) / 2; };
-      const double e = static_cast<double>(std::min(t, num_epochs_));
-      const double n = threshold_ * N;
-      const double f = std::floor(0.66 * N);  // the recipe's int(0.66 * N)
-      if (e < n) return factor_ * c(e);
-      if (e < f) {  // implies n < f, so the slope is defined
-        const double a = (factor_ * c(n) - c(f)) / (n - f);
-        const double b = factor_ * c(n) - a * n;
-        return a * e + b;
-      }
-      return c(e);
-    }
   }
   return 1.0;
 }
@@ -198,11 +160,6 @@ json Schedule::to_json() const {
       j["warmup_lr_init"] = warmup_lr_init_;
       j["warmup_prefix"] = warmup_prefix_;
       break;
-    case Kind::learnable_scaler:
-      j["num_epochs"] = num_epochs_;
-      j["factor"] = factor_;
-      j["threshold"] = threshold_;
-      break;
   }
   return j;
 }
@@ -210,18 +167,18 @@ json Schedule::to_json() const {
 Schedule Schedule::from_json(const json& j) {
   check(j.is_object(), "schedule: expected an object, got ", j.type_name());
   check(j.contains("kind") && j["kind"].is_string(),
-        "schedule: missing string field 'kind' (constant, step, cosine, learnable_scaler)");
+        "schedule: missing string field 'kind' (constant, step or cosine)");
   Schedule s;
   const std::string kind = j["kind"].get<std::string>();
   bool known = false;
-  for (Kind k : {Kind::constant, Kind::step, Kind::cosine, Kind::learnable_scaler}) {
+  for (Kind k : {Kind::constant, Kind::step, Kind::cosine}) {
     if (kind == schedule_kind_name(k)) {
       s.kind_ = k;
       known = true;
     }
   }
   check(known, "schedule: unknown kind '", kind,
-        "' (expected constant, step, cosine or learnable_scaler)");
+        "' (expected constant, step or cosine)");
   std::vector<std::string> fields = fields_of(s.kind_);
   fields.push_back("kind");
   fields.push_back("base_lr");
@@ -244,11 +201,6 @@ Schedule Schedule::from_json(const json& j) {
       check(j.contains("warmup_prefix") && j["warmup_prefix"].is_boolean(),
             "schedule (cosine): field 'warmup_prefix' must be true or false");
       s.warmup_prefix_ = j["warmup_prefix"].get<bool>();
-      break;
-    case Kind::learnable_scaler:
-      s.num_epochs_ = read_int(j, "num_epochs");
-      s.factor_ = read_double(j, "factor");
-      s.threshold_ = read_double(j, "threshold");
       break;
   }
   s.validate();

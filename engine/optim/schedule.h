@@ -1,5 +1,6 @@
 // Learning-rate schedules: pure functions of the step (or epoch) counter t, stateless beyond
-// their configuration, so resuming a run needs only t and the JSON config.
+// their configuration, so resuming a run needs only t and the JSON config. A recipe's own
+// schedule lives with its recipe (models/recipes/).
 //
 // The caller decides what t counts (epochs, or updates as timm does with --sched-on-updates)
 // and calls optimizer.set_lr(schedule.lr(t)), which applies each group's lr_scale.
@@ -13,7 +14,7 @@ namespace vg::optim {
 
 class Schedule {
  public:
-  enum class Kind { constant, step, cosine, learnable_scaler };
+  enum class Kind { constant, step, cosine };
 
   // lr = base_lr for every t.
   static Schedule constant(double base_lr);
@@ -28,12 +29,6 @@ class Schedule {
   // to start at warmup_t (and end at warmup_t + t_initial).
   static Schedule cosine(double base_lr, int64_t t_initial, double min_lr = 0, int64_t warmup_t = 0,
                          double warmup_lr_init = 0, bool warmup_prefix = false);
-  // The LearnableScaler recipe's `--sched custom`, stepped once per epoch e of num_epochs N:
-  // with c(e) = (1 + cos(pi e / N)) / 2, n = threshold * N and f = floor(0.66 N):
-  //   e < n: factor * c(e);  n <= e < f: linear from factor * c(n) to c(f);  e >= f: c(e).
-  // For e >= N it stays at c(N) = 0 (the recipe never goes past N; the cosine would rise).
-  static Schedule learnable_scaler(double base_lr, int64_t num_epochs, double factor = 0.8,
-                                   double threshold = 0.5);
 
   // The learning rate at t >= 0.
   double lr(int64_t t) const;
@@ -63,9 +58,6 @@ class Schedule {
   int64_t warmup_t_ = 0;
   double warmup_lr_init_ = 0;
   bool warmup_prefix_ = false;
-  int64_t num_epochs_ = 1;  // learnable_scaler
-  double factor_ = 0.8;
-  double threshold_ = 0.5;
 };
 
 const char* schedule_kind_name(Schedule::Kind kind);

@@ -75,52 +75,21 @@ TEST_CASE("weight-decay groups: empty groups are omitted and wd 0 gives one grou
                        Error);
 }
 
-TEST_CASE("layer ids follow BEiT/timm: stem 0, block k -> k+1, final norm with the last block") {
-  CHECK(layer_id_for_name("cls_token", 2) == 0);
-  CHECK(layer_id_for_name("pos_embed", 2) == 0);
-  CHECK(layer_id_for_name("patch_embed.proj.weight", 2) == 0);
-  CHECK(layer_id_for_name("blocks.0.attn.qkv.weight", 2) == 1);
-  CHECK(layer_id_for_name("blocks.1.mlp.grn.gamma", 2) == 2);
-  CHECK(layer_id_for_name("norm.weight", 2) == 2);
-  CHECK(layer_id_for_name("fc_norm.bias", 2) == 2);
-  CHECK(layer_id_for_name("head.weight", 2) == 3);
-  CHECK(layer_id_for_name("blocks.11.norm1.a", 12) == 12);
-  CHECK_THROWS_WITH_AS(layer_id_for_name("blocks.2.attn.qkv.weight", 2),
-                       doctest::Contains("depth is 2"), Error);
-  CHECK_THROWS_WITH_AS(layer_id_for_name("blocks.x.attn", 2), doctest::Contains("blocks.x.attn"),
-                       Error);
-}
-
-TEST_CASE("layer-decay lr_scale values for depth 2, split by tag within each layer") {
-  const double ld = 0.5;
-  const std::vector<ParamGroup> groups = param_groups_layer_decay(tiny_vit(), 0.05, ld, 2);
-  struct Expected {
-    const char* name;
-    double lr_scale, weight_decay;
-    std::vector<std::string> params;
-  };
-  const std::vector<Expected> expected = {
-      {"layer_0_no_decay", 0.125, 0, {"cls_token", "pos_embed", "patch_embed.proj.bias"}},
-      {"layer_0_decay", 0.125, 0.05, {"patch_embed.proj.weight"}},
-      {"layer_1_no_decay", 0.25, 0, {"blocks.0.norm1.weight"}},
-      {"layer_1_decay", 0.25, 0.05, {"blocks.0.attn.qkv.weight"}},
-      {"layer_2_decay", 0.5, 0.05, {"blocks.1.mlp.fc1.weight"}},
-      {"layer_2_no_decay", 0.5, 0, {"blocks.1.ls1.gamma", "norm.weight"}},
-      {"layer_3_decay", 1.0, 0.05, {"head.weight"}},
-      {"layer_3_no_decay", 1.0, 0, {"head.bias"}},
-  };
-  REQUIRE(groups.size() == expected.size());
-  for (size_t i = 0; i < groups.size(); ++i) {
-    INFO("group ", i, " '", groups[i].name, "'");
-    CHECK(groups[i].name == expected[i].name);
-    CHECK(groups[i].lr_scale == expected[i].lr_scale);  // powers of 0.5 are exact
-    CHECK(groups[i].weight_decay == expected[i].weight_decay);
-    CHECK(names(groups[i]) == expected[i].params);
-  }
-  // A non-power-of-two decay: block 0 of depth 2 gets 0.75^2.
-  const auto g75 = param_groups_layer_decay(tiny_vit(), 0.05, 0.75, 2);
-  CHECK(g75[2].lr_scale == doctest::Approx(0.5625));
-  CHECK(g75[0].lr_scale == doctest::Approx(std::pow(0.75, 3)));
-  CHECK_THROWS_WITH_AS(param_groups_layer_decay(tiny_vit(), 0.05, 0, 2),
+TEST_CASE("layer-decay groups take the layer of each parameter from the model's rule") {
+  const ParameterList params = {param("stem.w", {2, 2}, false), param("stem.b", {2}, true),
+                                param("top.w", {2, 2}, false)};
+  const auto layer = [](const std::string& name) { return name.starts_with("stem") ? 0 : 2; };
+  const std::vector<ParamGroup> groups = param_groups_layer_decay(params, 0.1, 0.5, 3, layer);
+  REQUIRE(groups.size() == 3);
+  CHECK(groups[0].name == "layer_0_decay");
+  CHECK(groups[0].lr_scale == 0.25);
+  CHECK(groups[0].weight_decay == 0.1);
+  CHECK(groups[1].name == "layer_0_no_decay");
+  CHECK(groups[1].weight_decay == 0);
+  CHECK(groups[2].name == "layer_2_decay");
+  CHECK(groups[2].lr_scale == 1.0);
+  CHECK_THROWS_WITH_AS(param_groups_layer_decay(params, 0.1, 0.5, 2, layer),
+                       doctest::Contains("'top.w' is in layer 2, outside 0..1"), Error);
+  CHECK_THROWS_WITH_AS(param_groups_layer_decay(params, 0.1, 0, 3, layer),
                        doctest::Contains("layer_decay"), Error);
 }

@@ -38,7 +38,7 @@ ViTConfig small_config() {
 struct LiveRun {
   ViT model;
   optim::AdamW optimizer;
-  std::optional<optim::Schedule> schedule;
+  std::optional<RunSchedule> schedule;
   data::Dataset data;
   data::Loader loader;
 
@@ -48,7 +48,7 @@ struct LiveRun {
         schedule(optim::Schedule::cosine(1e-3, 10 + int64_t(seed))),
         data(data::make_synthetic("train", 20, 0)),
         loader(data, 8, true, true, seed) {
-    optimizer.set_lr(schedule->lr(0));
+    optimizer.set_lr(schedule->lr_at(0, 1));
     data::Batch batch = loader.next();
     cross_entropy(model.forward(batch.images), batch.labels).backward();
     optimizer.step();
@@ -119,7 +119,7 @@ TEST_CASE("restore_checkpoint brings back a run's state bit for bit") {
   CHECK(a.fingerprint() == b.fingerprint());
   // and the two runs continue identically (dropout, augmentation, moments, schedule)
   for (LiveRun* run : {&a, &b}) {
-    run->optimizer.set_lr(run->schedule->lr(1));
+    run->optimizer.set_lr(run->schedule->lr_at(1, 1));
     data::Batch batch = run->loader.next();
     cross_entropy(run->model.forward(batch.images), batch.labels).backward();
     run->optimizer.step();

@@ -11,6 +11,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <random>
 #include <thread>
 
 #include "engine/io/checkpoint.h"
@@ -158,4 +159,93 @@ TEST_CASE("kill -9 during saves, resume each time: the same bits as an uninterru
   for (int64_t s = 1; s <= kSteps; ++s) CHECK(la.at(s) == lb.at(s));
   // No temporary file of a killed save stays behind.
   CHECK_FALSE(save_in_progress(killed));
+}
+
+namespace {
+
+// Waits until `dir`/metrics.jsonl has its first record (the run is training).
+bool wait_for_first_record(const fs::path& dir, pid_t pid) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (fs::exists(dir / "metrics.jsonl") && fs::file_size(dir / "metrics.jsonl") > 0) return true;
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  return false;
+}
+
+// Kills `pid` with SIGKILL `delay` after now, unless it ended first. Returns whether it did.
+bool kill_after(pid_t pid, std::chrono::microseconds delay) {
+  const auto at = std::chrono::steady_clock::now() + delay;
+  int status = 0;
+  while (std::chrono::steady_clock::now() < at) {
+    if (::waitpid(pid, &status, WNOHANG) == pid) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, &status, 0);
+  return WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "crash campaign: kill -9 at 30 random moments, the folder always resumes to the same bits") {
+  constexpr int kShort = 12;
+  // Small enough that thirty kills and resumes take seconds; a save at every step, an
+  // evaluation every 3 steps, dropout and augmentation drawing from their generators.
+  const std::string recipe =
+      "train --data synthetic --synthetic-size 30 --depth 1 --dim 8 --heads 2 --batch 10 "
+      "--dropout 0.1 --threads 1 --log-every 1 --save-every 1 --seed 5 --steps " +
+      std::to_string(kShort) + " ";
+  const fs::path dir = fresh_dir("crash_campaign");
+  // The reference, uninterrupted; its training time (from its first record) bounds the moments.
+  const pid_t first = start(recipe + "--out " + (dir / "whole").string());
+  REQUIRE(wait_for_first_record(dir / "whole", first));
+  const auto t0 = std::chrono::steady_clock::now();
+  int status = 0;
+  ::waitpid(first, &status, 0);
+  REQUIRE((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  const auto run_time =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0);
+  const auto whole = nlohmann::json::parse(read_text(dir / "whole" / "last.json"));
+  const auto whole_losses = losses_by_step(dir / "whole" / "metrics.jsonl");
+  REQUIRE(whole_losses.size() == kShort);
+
+  std::mt19937 rng(2024);
+  std::uniform_int_distribution<int64_t> moment(0, run_time.count());
+  int kills = 0, resumed = 0, runs = 0;
+  while (resumed < 30 && runs < 200) {
+    const fs::path run = dir / ("run" + std::to_string(runs++));
+    pid_t pid = start(recipe + "--out " + run.string());
+    if (!wait_for_first_record(run, pid)) continue;  // it ended before training: no moment
+    if (!kill_after(pid, std::chrono::microseconds(moment(rng)))) continue;
+    ++kills;
+    // A run killed before its first checkpoint has nothing to resume; it starts over.
+    if (!fs::exists(run / "last.json")) continue;
+    ++resumed;
+    const std::string resume = "train --resume " + (run / "last.json").string() + " --threads 1";
+    // Every other time, the resumed run is killed too.
+    if (kills % 2 == 0) {
+      pid = start(resume);
+      if (kill_after(pid, std::chrono::microseconds(moment(rng) / 2))) ++kills;
+    }
+    INFO("run ", run.string(), " killed at step ", saved_step(run));
+    const auto finished = vitgrad(resume);
+    INFO(finished.err);
+    REQUIRE(finished.exit_code == 0);
+    const auto b = nlohmann::json::parse(read_text(run / "last.json"));
+    CHECK(b["step"] == kShort);
+    for (const char* part : {"model", "optimizer", "rng", "data", "scheduler"}) {
+      INFO(part);
+      CHECK((whole[part] == b[part]));
+    }
+    CHECK(whole["extra"]["best_test_accuracy"] == b["extra"]["best_test_accuracy"]);
+    CHECK(losses_by_step(run / "metrics.jsonl") == whole_losses);
+    CHECK_FALSE(save_in_progress(run));
+    fs::remove_all(run);
+  }
+  MESSAGE(kills, " kills over ", runs, " runs, ", resumed, " of them resumed and checked");
+  CHECK(resumed >= 30);
 }
