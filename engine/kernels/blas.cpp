@@ -11,7 +11,9 @@
 #include <vector>
 
 #include "engine/core/parallel.h"
+#include "engine/kernels/bf16_gemm.h"
 #include "engine/kernels/gemm_avx512.h"
+#include "engine/kernels/matmul_precision.h"
 
 extern "C" char* openblas_get_corename(void);
 
@@ -95,6 +97,9 @@ template <class T>
 void gemm_impl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
                const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
+  if constexpr (std::is_same_v<T, float>)
+    if (matmul_precision() == MatmulPrecision::bf16)  // --amp bf16: every float product
+      return gemm_bf16(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   if (k == 0) {  // cblas rejects some of these; the product is empty, only beta acts
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == T(0) ? T(0) : beta * c[i * ldc + j];
@@ -136,6 +141,9 @@ void gemm_impl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const
 template <class T>
 void gemm_bias_impl(int64_t m, int64_t n, int64_t k, const T* a, const T* b, const T* bias, T* c) {
   if constexpr (std::is_same_v<T, float>)
+    if (matmul_precision() == MatmulPrecision::bf16)
+      return gemm_bf16(false, true, m, n, k, 1.0f, a, k, b, k, 0.0f, c, n, bias);
+  if constexpr (std::is_same_v<T, float>)
     if (bias && detail::gemm_avx512(false, true, m, n, k, 1.0f, a, k, b, k, 0.0f, c, n, bias))
       return;
   if (bias)
@@ -170,6 +178,8 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const
 
 void gemm_small(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                 int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  if (matmul_precision() == MatmulPrecision::bf16)
+    return gemm_bf16(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   if (detail::gemm_avx512_small(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) return;
   gemm_impl(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }

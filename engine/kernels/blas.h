@@ -8,7 +8,8 @@
 //
 // Float products with many rows and a short k (a linear layer over every token of a batch)
 // go to an AVX-512 kernel of the engine's own instead (engine/kernels/gemm_avx512.h), where the CPU
-// has AVX-512 and VITGRAD_GEMM is not "blas".
+// has AVX-512 and VITGRAD_GEMM is not "blas". In bf16 mode (engine/kernels/matmul_precision.h)
+// every float product goes to engine/kernels/bf16_gemm.h instead.
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,32 @@
+// Float matrix products with bfloat16 operands and float sums: the products of `--amp bf16`
+// (engine/kernels/matmul_precision.h). Both operands are rounded to bf16 (round to nearest,
+// ties to even; engine/kernels/bf16.h) as they are packed, the products of two bf16 are exact
+// in float, and they are summed in float, as PyTorch's CPU autocast and oneDNN do.
+//
+// op(A) is packed as pairs of consecutive k terms in 32-bit words and op(B) as panels of up to
+// 64 columns, each row of a panel one pair of k rows, interleaved: the layout in which one
+// vdpbf16ps multiplies a broadcast pair of A by 16 columns' pairs of B and adds both products
+// to 16 float sums. Each element of C is one chain of such steps over each chunk of k, the
+// chunks added to C in order, so the bits depend on the shape alone, not on the threads.
+#pragma once
+
+#include <cstdint>
+
+namespace vg {
+
+// Row-major C (m x n) = alpha * op(A) op(B) + beta * C, op = transpose where ta / tb, with
+// op(A) and op(B) rounded to bf16. With `start` (n values, e.g. a bias) each sum starts from
+// start[j] (and beta is ignored: C is not read). Splits large products over the engine's
+// threads; inside a parallel region it runs on the calling thread. Needs a CPU with
+// AVX512-BF16 (bf16_hardware() != none); vg::Error otherwise.
+void gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+               int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
+               const float* start = nullptr);
+
+// The same product as plain loops: operands rounded with to_bf16, the products summed in
+// double. What the tests compare gemm_bf16 against.
+void gemm_bf16_reference(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                         const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
+                         float* c, int64_t ldc, const float* start = nullptr);
+
+}  // namespace vg

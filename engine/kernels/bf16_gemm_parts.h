@@ -1,0 +1,30 @@
+// The operands of a bf16 product once packed, and the tile loops that multiply them (one per
+// kind of bf16 unit). Internal to engine/kernels/bf16_gemm.cpp and its tile kernels.
+#pragma once
+
+#include <cstdint>
+
+namespace vg::detail {
+
+// op(A) and op(B) rounded to bf16 and packed as pairs of consecutive k terms (bf16_pair):
+// `pairs` = ceil(k / 2), the last pair's second term zero when k is odd.
+struct Bf16Operands {
+  // Word (i, p) of op(A), the pair (op(A)[i][2p], op(A)[i][2p + 1]), is a[i * a_row + p * a_pair]:
+  // a_pair = 1 when A was not transposed (each row's pairs contiguous), a_row = 1 when it was.
+  const uint32_t* a = nullptr;
+  int64_t a_row = 0, a_pair = 0;
+  // op(B) in panels of panel_cols columns (the last zero-padded): word (p, j) of panel q, the
+  // pair (op(B)[2p][q * panel_cols + j], op(B)[2p + 1][...]), is b[(q * pairs + p) * panel_cols + j].
+  const uint32_t* b = nullptr;
+  int64_t panel_cols = 0;
+  int64_t pairs = 0;
+};
+
+// Rows [i0, i1) of C (n columns) = alpha * (start + sum over pairs [p0, p1)) + beta * C, with
+// `start` (n values) or zero, and C not read when beta = 0. Every element is one chain over
+// the pairs in order.
+void bf16_rows_avx512(const Bf16Operands& ops, int64_t i0, int64_t i1, int64_t n, int64_t p0,
+                      int64_t p1, float alpha, float beta, const float* start, float* c,
+                      int64_t ldc);
+
+}  // namespace vg::detail

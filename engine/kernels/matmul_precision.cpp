@@ -1,0 +1,82 @@
+#include "engine/kernels/matmul_precision.h"
+
+#include <asm/prctl.h>
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+
+#include "engine/core/error.h"
+
+namespace vg {
+namespace {
+
+std::atomic<MatmulPrecision> g_precision{MatmulPrecision::fp32};
+
+// XCR0: the register states the operating system saves on a context switch.
+uint64_t xcr0() {
+  uint32_t eax = 0, edx = 0;
+  __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
+  return uint64_t(edx) << 32 | eax;
+}
+
+bool has_avx512_bf16() {
+  unsigned eax, ebx, ecx, edx;
+  if (!__builtin_cpu_supports("avx512f")) return false;  // includes the OS's zmm state
+  if (!__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) return false;
+  return (eax & bit_AVX512BF16) != 0;
+}
+
+// AMX needs the CPU's tile units, the OS saving tile state (XCR0 bits 17 and 18), and, on
+// Linux, the process's request for the tile data state before the first tile instruction.
+bool has_amx_bf16() {
+  unsigned eax, ebx, ecx, edx;
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+  if (!(edx & bit_AMX_BF16) || !(edx & bit_AMX_TILE)) return false;
+  if ((xcr0() & (3u << 17)) != (3u << 17)) return false;
+  constexpr unsigned long kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, kXfeatureXtiledata) == 0;
+}
+
+}  // namespace
+
+Bf16Hardware bf16_hardware() {
+  static const Bf16Hardware found = [] {
+    // AMX is used only alongside AVX512-BF16 (every AMX CPU has it): the kernels convert and
+    // pack operands with AVX-512 either way.
+    if (!has_avx512_bf16()) return Bf16Hardware::none;
+    return has_amx_bf16() ? Bf16Hardware::amx : Bf16Hardware::avx512_bf16;
+  }();
+  return found;
+}
+
+const char* bf16_hardware_name(Bf16Hardware hardware) {
+  switch (hardware) {
+    case Bf16Hardware::amx: return "AMX-BF16";
+    case Bf16Hardware::avx512_bf16: return "AVX512-BF16";
+    case Bf16Hardware::none: break;
+  }
+  return "none";
+}
+
+MatmulPrecision matmul_precision() { return g_precision.load(std::memory_order_relaxed); }
+
+void set_matmul_precision(MatmulPrecision precision) {
+  check(precision != MatmulPrecision::bf16 || bf16_hardware() != Bf16Hardware::none,
+        "bf16 matrix products: this CPU has neither AVX512-BF16 nor AMX-BF16 "
+        "(/proc/cpuinfo flags avx512_bf16, amx_bf16); use fp32");
+  g_precision.store(precision, std::memory_order_relaxed);
+}
+
+MatmulPrecision parse_matmul_precision(const std::string& name, const std::string& where) {
+  if (name == "fp32") return MatmulPrecision::fp32;
+  if (name == "bf16") return MatmulPrecision::bf16;
+  throw Error(cat_str(where, ": '", name, "' is not a precision; expected fp32 or bf16"));
+}
+
+const char* matmul_precision_name(MatmulPrecision precision) {
+  return precision == MatmulPrecision::bf16 ? "bf16" : "fp32";
+}
+
+}  // namespace vg

@@ -1,0 +1,188 @@
+// bf16 products (engine/kernels/bf16_gemm.h) against a float64 reference, within a bound that
+// follows from how they round.
+#include "engine/kernels/bf16_gemm.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "engine/core/error.h"
+#include "engine/core/parallel.h"
+#include "engine/core/rng.h"
+#include "engine/kernels/blas.h"
+#include "engine/kernels/matmul_precision.h"
+
+using namespace vg;
+
+namespace {
+
+bool have_bf16() { return bf16_hardware() != Bf16Hardware::none; }
+
+std::vector<float> random_floats(int64_t n, Rng& rng) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& e : v) e = float(rng.normal());
+  return v;
+}
+
+// gamma_n = n u / (1 - n u), u = 2^-24: the classic bound on the relative error of n float
+// roundings applied in sequence (Higham, Accuracy and Stability, 3.1).
+double gamma(int64_t n) {
+  const double u = std::ldexp(1.0, -24);
+  return double(n) * u / (1.0 - double(n) * u);
+}
+
+// The bounds, for one element of C = alpha (start + sum_l a_l b_l) + beta c0:
+// - rounding an operand to bf16 (8 significant bits, to nearest) moves it by at most half a
+//   unit in its last place, u_b = 2^-8 of itself, so each product moves by at most
+//   (2 u_b + u_b^2) |a_l b_l|;
+// - the product of two bf16 is exact in float (8 + 8 bits < 24), and each term then takes part
+//   in at most k additions of the chain, the addition of its chunk to C, alpha's product and
+//   beta's sum: at most k + 3 float roundings, gamma_{k+3} of the sum of the terms' sizes.
+// `rounded_only`: the bound against a reference that rounded the operands to bf16 already.
+struct Bound {
+  double terms = 0, rest = 0;  // |alpha| (|start| + sum |a_l b_l|), |beta c0|
+  double of(int64_t k, bool rounded_only) const {
+    const double ub = std::ldexp(1.0, -8), rounding = rounded_only ? 0.0 : 2 * ub + ub * ub;
+    return rounding * terms + gamma(k + 3) * (1 + rounding) * terms + gamma(2) * rest;
+  }
+};
+
+struct Case {
+  bool ta, tb;
+  int64_t m, n, k;
+  float alpha, beta;
+  bool with_start;
+};
+
+// Runs gemm_bf16 on one and on two threads (the same bits), checks it against the float64 sum
+// of the float operands and against gemm_bf16_reference, each within its bound, and reports
+// the worst element.
+void check_case(const Case& s) {
+  CAPTURE(s.ta);
+  CAPTURE(s.tb);
+  CAPTURE(s.m);
+  CAPTURE(s.n);
+  CAPTURE(s.k);
+  CAPTURE(s.beta);
+  CAPTURE(s.with_start);
+  Rng rng(uint64_t(s.m * 131 + s.n * 7 + s.k));
+  const int64_t lda = (s.ta ? s.m : s.k) + 3, ldb = (s.tb ? s.k : s.n) + 5, ldc = s.n + 2;
+  const auto a = random_floats((s.ta ? s.k : s.m) * lda, rng);
+  const auto b = random_floats((s.tb ? s.n : s.k) * ldb, rng);
+  const auto c0 = random_floats(s.m * ldc, rng), start = random_floats(s.n, rng);
+  const float* st = s.with_start ? start.data() : nullptr;
+  std::vector<std::vector<float>> got;
+  const int threads = num_threads();
+  for (int t : {1, 2}) {
+    set_num_threads(t);
+    std::vector<float> c = c0;
+    gemm_bf16(s.ta, s.tb, s.m, s.n, s.k, s.alpha, a.data(), lda, b.data(), ldb, s.beta, c.data(),
+              ldc, st);
+    got.push_back(c);
+  }
+  set_num_threads(threads);
+  CHECK(got[0] == got[1]);
+  std::vector<float> reference = c0;
+  gemm_bf16_reference(s.ta, s.tb, s.m, s.n, s.k, s.alpha, a.data(), lda, b.data(), ldb, s.beta,
+                      reference.data(), ldc, st);
+  double worst = 0, worst_rounded = 0;  // error / bound
+  for (int64_t i = 0; i < s.m; ++i)
+    for (int64_t j = 0; j < s.n; ++j) {
+      double exact = st ? double(st[j]) : 0.0;
+      Bound bound;
+      bound.terms = st ? std::abs(double(st[j])) : 0.0;
+      for (int64_t l = 0; l < s.k; ++l) {
+        const double x = s.ta ? a[l * lda + i] : a[i * lda + l];
+        const double y = s.tb ? b[j * ldb + l] : b[l * ldb + j];
+        exact += x * y;
+        bound.terms += std::abs(x * y);
+      }
+      bound.terms *= std::abs(s.alpha);
+      const double c_before = (st || s.beta == 0.0f) ? 0.0 : double(s.beta) * c0[i * ldc + j];
+      bound.rest = std::abs(c_before);
+      exact = s.alpha * exact + c_before;
+      const double value = got[0][i * ldc + j];
+      worst = std::max(worst, std::abs(value - exact) / bound.of(s.k, false));
+      // The reference's operands are the same bf16 and its sum is double; the bound on the bf16
+      // terms equals the bound on the float terms up to u_b, which the factor 1.01 covers.
+      worst_rounded = std::max(worst_rounded, std::abs(value - double(reference[i * ldc + j])) /
+                                                  (1.01 * bound.of(s.k, true)));
+    }
+  CHECK(worst <= 1.0);
+  CHECK(worst_rounded <= 1.0);
+  for (int64_t i = 0; i < s.m; ++i)  // the columns between n and ldc are not touched
+    for (int64_t j = s.n; j < ldc; ++j) CHECK(got[0][i * ldc + j] == c0[i * ldc + j]);
+}
+
+}  // namespace
+
+// Shapes of this project: linear layers (rows = tokens of a batch, k and n 64..768, weight
+// gradients with a long k cut in chunks of 512 terms) and attention heads (50 x 50 x 16..64).
+// They cover a remainder of 1 to 5 rows below the 6-row tiles, a last vector of 1 to 15 lanes,
+// 1 to 4 vectors across a panel, narrow C (16 wide or less, 12-row tiles), odd k and k = 1.
+TEST_CASE("gemm_bf16 matches a float64 reference within the bound of bf16 operands and float sums") {
+  if (!have_bf16()) {
+    MESSAGE("skipped: this CPU has no AVX512-BF16");
+    return;
+  }
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      check_case({ta, tb, 50, 50, 16, 0.25f, 0.0f, false});  // S = s Q K^T
+      check_case({ta, tb, 50, 64, 50, 1.0f, 0.0f, false});   // O = P V
+      check_case({ta, tb, 50, 16, 50, 1.0f, 1.0f, false});   // narrow
+      check_case({ta, tb, 200, 192, 64, 1.0f, 0.0f, false});
+      check_case({ta, tb, 67, 33, 31, 2.0f, 0.5f, false});
+      check_case({ta, tb, 13, 70, 1, 1.0f, 1.0f, false});
+      check_case({ta, tb, 48, 100, 1100, 1.0f, 0.0f, false});  // three chunks of k, the last short
+    }
+  check_case({false, true, 300, 200, 192, 1.0f, 0.0f, true});  // a linear forward with its bias
+  check_case({false, true, 64, 769, 768, 1.0f, 0.0f, true});
+  check_case({true, false, 192, 64, 3200, 1.0f, 1.0f, false});  // a weight gradient
+  check_case({false, false, 5, 7, 0, 1.0f, 0.5f, false});       // k = 0: only beta acts
+}
+
+TEST_CASE("in bf16 mode the engine's float products are gemm_bf16's; fp32 and double stay as they were") {
+  if (!have_bf16()) {
+    MESSAGE("skipped: this CPU has no AVX512-BF16");
+    return;
+  }
+  Rng rng(3);
+  const int64_t m = 100, n = 40, k = 64;
+  const auto a = random_floats(m * k, rng), b = random_floats(n * k, rng), bias = random_floats(n, rng);
+  std::vector<float> fp32(m * n), bf16(m * n), direct(m * n), small(m * n);
+  gemm_bias(m, n, k, a.data(), b.data(), bias.data(), fp32.data());
+  gemm_bf16(false, true, m, n, k, 1.0f, a.data(), k, b.data(), k, 0.0f, direct.data(), n,
+            bias.data());
+  std::vector<double> ad(a.begin(), a.end()), bd(b.begin(), b.end()), want(m * n), dmode(m * n);
+  gemm(false, true, m, n, k, 1.0, ad.data(), k, bd.data(), k, 0.0, want.data(), n);
+  {
+    MatmulPrecisionGuard amp(MatmulPrecision::bf16);
+    CHECK(matmul_precision() == MatmulPrecision::bf16);
+    gemm_bias(m, n, k, a.data(), b.data(), bias.data(), bf16.data());
+    gemm_small(false, true, m, n, k, 1.0f, a.data(), k, b.data(), k, 0.0f, small.data(), n);
+    gemm(false, true, m, n, k, 1.0, ad.data(), k, bd.data(), k, 0.0, dmode.data(), n);
+  }
+  CHECK(matmul_precision() == MatmulPrecision::fp32);
+  CHECK(bf16 == direct);
+  CHECK(dmode == want);  // double products never round to bf16
+  std::vector<float> again(m * n);
+  gemm_bias(m, n, k, a.data(), b.data(), bias.data(), again.data());
+  CHECK(again == fp32);  // fp32 after the guard: the same bits as before it
+  std::vector<float> plain(m * n);
+  gemm_bf16(false, true, m, n, k, 1.0f, a.data(), k, b.data(), k, 0.0f, plain.data(), n);
+  CHECK(small == plain);
+  int differ = 0;  // and bf16 is really another product
+  for (int64_t i = 0; i < m * n; ++i) differ += bf16[i] != fp32[i];
+  CHECK(differ > m * n / 2);
+}
+
+TEST_CASE("a precision is fp32 or bf16; anything else is one clear error") {
+  CHECK(parse_matmul_precision("bf16", "--amp") == MatmulPrecision::bf16);
+  CHECK(parse_matmul_precision("fp32", "--amp") == MatmulPrecision::fp32);
+  CHECK_THROWS_WITH_AS(parse_matmul_precision("fp16", "--amp"),
+                       "--amp: 'fp16' is not a precision; expected fp32 or bf16", Error);
+  if (!have_bf16())
+    CHECK_THROWS_AS(set_matmul_precision(MatmulPrecision::bf16), Error);
+  CHECK(matmul_precision() == MatmulPrecision::fp32);
+}
