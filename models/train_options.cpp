@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "engine/core/error.h"
+#include "engine/kernels/matmul_precision.h"
 #include "models/recipes/learnable_scaler.h"
 #include "models/training.h"
 
@@ -60,7 +61,8 @@ json TrainOptions::to_json() const {
           {"init", init},
           {"save_every", save_every},
           {"log_every", log_every},
-          {"eval_batch", eval_batch}};
+          {"eval_batch", eval_batch},
+          {"amp", amp}};
 }
 
 TrainOptions TrainOptions::from_json(const json& j, const ViTConfig& model) {
@@ -109,6 +111,7 @@ TrainOptions TrainOptions::from_json(const json& j, const ViTConfig& model) {
   read(j, "save_every", o.save_every);
   read(j, "log_every", o.log_every);
   read(j, "eval_batch", o.eval_batch);
+  read(j, "amp", o.amp);  // absent in runs saved before the option: fp32
   o.validate();
   return o;
 }
@@ -150,6 +153,7 @@ void TrainOptions::validate() const {
   check(ema == 0 || (ema > 0 && ema < 1), "--ema must be in (0, 1), got ", ema);
   check(save_every >= 0 && log_every >= 1 && eval_batch >= 1,
         "--save-every must be >= 0 and the logging and evaluation intervals >= 1");
+  check_matmul_precision_supported(parse_matmul_precision(amp, "--amp"));
 }
 
 }  // namespace vg

@@ -9,6 +9,7 @@
 
 #include "engine/autograd/autograd.h"
 #include "engine/io/checkpoint.h"
+#include "engine/kernels/matmul_precision.h"
 #include "engine/ops/ops.h"
 #include "models/run_folder.h"
 #include "models/trainer/observers.h"
@@ -22,6 +23,7 @@ using nlohmann::json;
 
 // Steps `run` to its end with every observer a run from the command line has.
 TrainResult fit(Run& run, std::ostream& log) {
+  const MatmulPrecisionGuard amp(parse_matmul_precision(run.options.amp, "--amp"));
   const auto start = std::chrono::steady_clock::now();
   DivergenceGuard guard;
   Evaluator evaluator;

@@ -51,6 +51,7 @@ struct TrainOptions {
   int64_t log_every = 50;  // steps between metrics records
   int64_t eval_batch = 500;
   bool progress_tty = false;  // one updating progress line instead of plain lines
+  std::string amp = "fp32";   // "bf16": matrix products on bf16 operands (matmul_precision.h)
 
   nlohmann::json to_json() const;  // everything but `model`, for config.json and checkpoints
   // Reads to_json()'s output over the defaults; unknown keys and bad values are errors.

@@ -15,6 +15,7 @@
 #include "engine/core/parallel.h"
 #include "engine/core/storage.h"
 #include "engine/kernels/blas.h"
+#include "engine/kernels/matmul_precision.h"
 #include "engine/ops/ops.h"
 #include "engine/optim/adamw.h"
 #include "engine/optim/param_groups.h"
@@ -43,9 +44,10 @@ double peak_rss_mb() {
   return double(usage.ru_maxrss) / 1024.0;  // kilobytes on Linux
 }
 
-// The best rate of a 1024^3 sgemm on the engine's threads: the ceiling the model's products
-// are measured against.
-double sgemm_gflops() {
+// The best rate of a 1024^3 product on the engine's threads, in the precision mode in force
+// (sgemm, or bf16 operands with float sums): the ceiling the model's products are measured
+// against.
+double gemm_peak_gflops() {
   const int64_t n = 1024;
   Rng rng(1);
   const Tensor a = randn({n, n}, rng), b = randn({n, n}, rng);
@@ -86,6 +88,7 @@ int run_bench(const std::vector<std::string>& argv) {
       {"--steps", "N", "timed steps (default 10)"},
       {"--warmup", "N", "untimed steps first (default 2)"},
       {"--threads", "N", "threads for kernels and products (default: all cores)"},
+      {"--amp", "MODE", "fp32 (default) | bf16: matrix products on bf16 operands, float sums"},
       {"--profile", "", "also print the time per op (forward and backward) and optimiser"},
       {"--json", "", "print one JSON line instead of the report"}};
   flags.insert(flags.end(), own.begin(), own.end());
@@ -102,6 +105,9 @@ int run_bench(const std::vector<std::string>& argv) {
   const int64_t steps = args.integer("--steps", 10, 1, 1000000);
   const int64_t warmup = args.integer("--warmup", 2, 0, 1000000);
   threads_from_flags(args);
+  const MatmulPrecisionGuard amp(
+      parse_matmul_precision(args.choice("--amp", "fp32", {"fp32", "bf16"}), "--amp"));
+  const bool bf16 = matmul_precision() == MatmulPrecision::bf16;
 
   ViT model(config, 0);
   model.train();
@@ -147,7 +153,12 @@ int run_bench(const std::vector<std::string>& argv) {
   const size_t n = sorted.size();
   const double median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
   const double ips = double(batch) / median, gflops = matmul_flops / median / 1e9;
-  const double sgemm = sgemm_gflops();
+  const double peak = gemm_peak_gflops();  // bf16 in bf16 mode
+  double sgemm = peak;
+  if (bf16) {
+    const MatmulPrecisionGuard fp32(MatmulPrecision::fp32);
+    sgemm = gemm_peak_gflops();
+  }
   const double rss = peak_rss_mb();
   const std::string core = blas_core_name();
   const double allocs = double(after.heap_allocations - before.heap_allocations) / double(steps);
@@ -156,6 +167,9 @@ int run_bench(const std::vector<std::string>& argv) {
                                 {"ms_per_step", 1e3 * median},
                                 {"gflops", gflops},
                                 {"sgemm_gflops", sgemm},
+                                {"amp", matmul_precision_name(matmul_precision())},
+                                {"bf16_gemm_gflops", bf16 ? peak : 0.0},
+                                {"bf16_units", bf16_hardware_name(bf16_hardware())},
                                 {"peak_rss_mb", rss},
                                 {"heap_allocations_per_step", allocs},
                                 {"threads", num_threads()},
@@ -171,9 +185,12 @@ int run_bench(const std::vector<std::string>& argv) {
               << 1e3 * sorted.back() << "]\n"
               << "images/s: " << std::setprecision(1) << ips << "\n"
               << "matmul GFLOP/s: " << gflops << " (" << std::setprecision(0)
-              << 100 * gflops / sgemm << "% of a 1024^3 sgemm: " << std::setprecision(1) << sgemm
-              << ")\n"
-              << "peak RSS: " << rss << " MB\n"
+              << 100 * gflops / peak << "% of a 1024^3 " << (bf16 ? "bf16 GEMM" : "sgemm") << ": "
+              << std::setprecision(1) << peak << ")\n";
+    if (bf16)
+      std::cout << "bf16 products on " << bf16_hardware_name(bf16_hardware())
+                << "; a 1024^3 sgemm: " << sgemm << " GFLOP/s\n";
+    std::cout << "peak RSS: " << rss << " MB\n"
               << "heap allocations per step: " << allocs << "\n"
               << "threads: " << num_threads() << "  OpenBLAS kernels: " << core
               << "  OMP_WAIT_POLICY: " << env_or_unset("OMP_WAIT_POLICY")

@@ -39,6 +39,7 @@ std::vector<Flag> recipe_flags() {
       {"--no-augment", "", "no random crop and flip"},
       {"--no-crop", "", "augment with the horizontal flip only"},
       {"--seed", "N", "seed of initialisation, shuffling, augmentation and dropout"},
+      {"--amp", "MODE", "fp32 (default) | bf16: matrix products on bf16 operands, float sums"},
   };
 }
 
@@ -110,6 +111,7 @@ void recipe_from_flags(const ArgParser& args, TrainOptions& o) {
   if (args.on("--no-augment")) o.augment = false;
   if (args.on("--no-crop")) o.crop = false;
   o.seed = static_cast<uint64_t>(args.integer("--seed", int64_t(o.seed), 0, INT64_MAX));
+  o.amp = args.choice("--amp", o.amp, {"fp32", "bf16"});
 }
 
 }  // namespace vg::tools

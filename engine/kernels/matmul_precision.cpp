@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
 
 #include "engine/core/error.h"
 
@@ -46,6 +48,10 @@ Bf16Hardware bf16_hardware() {
     // AMX is used only alongside AVX512-BF16 (every AMX CPU has it): the kernels convert and
     // pack operands with AVX-512 either way.
     if (!has_avx512_bf16()) return Bf16Hardware::none;
+    // VITGRAD_BF16_UNITS=avx512_bf16 leaves AMX unused, =none acts as a CPU without bf16 units.
+    const char* limit = std::getenv("VITGRAD_BF16_UNITS");
+    if (limit && std::strcmp(limit, "none") == 0) return Bf16Hardware::none;
+    if (limit && std::strcmp(limit, "avx512_bf16") == 0) return Bf16Hardware::avx512_bf16;
     return has_amx_bf16() ? Bf16Hardware::amx : Bf16Hardware::avx512_bf16;
   }();
   return found;
@@ -62,10 +68,14 @@ const char* bf16_hardware_name(Bf16Hardware hardware) {
 
 MatmulPrecision matmul_precision() { return g_precision.load(std::memory_order_relaxed); }
 
-void set_matmul_precision(MatmulPrecision precision) {
+void check_matmul_precision_supported(MatmulPrecision precision) {
   check(precision != MatmulPrecision::bf16 || bf16_hardware() != Bf16Hardware::none,
         "bf16 matrix products: this CPU has neither AVX512-BF16 nor AMX-BF16 "
         "(/proc/cpuinfo flags avx512_bf16, amx_bf16); use fp32");
+}
+
+void set_matmul_precision(MatmulPrecision precision) {
+  check_matmul_precision_supported(precision);
   g_precision.store(precision, std::memory_order_relaxed);
 }
 

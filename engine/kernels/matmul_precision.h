@@ -20,14 +20,17 @@ namespace vg {
 enum class MatmulPrecision { fp32, bf16 };
 
 // The bf16 units this CPU offers, best first: AMX tiles (amx_bf16, amx_tile, and the kernel
-// lets Linux hand them out), AVX512-BF16 (vdpbf16ps), or none.
+// lets Linux hand them out), AVX512-BF16 (vdpbf16ps), or none. The environment variable
+// VITGRAD_BF16_UNITS=avx512_bf16 or =none holds the choice below what the CPU has.
 enum class Bf16Hardware { amx, avx512_bf16, none };
 Bf16Hardware bf16_hardware();
 // "AMX-BF16", "AVX512-BF16" or "none".
 const char* bf16_hardware_name(Bf16Hardware hardware);
 
 MatmulPrecision matmul_precision();
-// Sets the mode; bf16 on a CPU without bf16 units is a vg::Error that names what is missing.
+// A vg::Error naming what is missing when `precision` is bf16 and the CPU has no bf16 units.
+void check_matmul_precision_supported(MatmulPrecision precision);
+// Sets the mode, after check_matmul_precision_supported.
 void set_matmul_precision(MatmulPrecision precision);
 
 // "fp32" or "bf16" (what --amp and the config's "amp" take); anything else is a vg::Error

@@ -1,0 +1,132 @@
+// `--amp bf16`: matrix products on bf16 operands with float sums, everything else float. A
+// run follows fp32's losses closely, resumes bitwise, and a CPU without bf16 units gets one
+// clear error.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "engine/kernels/matmul_precision.h"
+#include "tests/tools/cli_helpers.h"
+
+using vg::testing::fresh_dir;
+using vg::testing::read_text;
+using vg::testing::vitgrad;
+namespace fs = std::filesystem;
+
+namespace {
+
+bool have_bf16() { return vg::bf16_hardware() != vg::Bf16Hardware::none; }
+
+std::map<int64_t, double> losses_by_step(const fs::path& metrics) {
+  std::map<int64_t, double> out;
+  std::istringstream lines(read_text(metrics));
+  for (std::string line; std::getline(lines, line);) {
+    const auto j = nlohmann::json::parse(line);
+    if (j["kind"] == "step") out[j["step"].get<int64_t>()] = j["loss"].get<double>();
+  }
+  return out;
+}
+
+const std::string kRecipe =
+    "train --data synthetic --synthetic-size 400 --depth 2 --dim 32 --heads 2 --batch 40 "
+    "--layerscale 1e-4 --grn --opt adamw --lr 2e-3 --sched constant --log-every 1 --seed 3 "
+    "--threads 2 ";
+
+}  // namespace
+
+TEST_CASE("a short run with --amp bf16 follows the fp32 run's losses") {
+  if (!have_bf16()) {
+    MESSAGE("skipped: this CPU has no bf16 units");
+    return;
+  }
+  const fs::path dir = fresh_dir("amp_follow");
+  std::map<std::string, std::map<int64_t, double>> losses;
+  for (const std::string amp : {"fp32", "bf16"}) {
+    const auto r = vitgrad(kRecipe + "--steps 30 --amp " + amp + " --out " + (dir / amp).string());
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    losses[amp] = losses_by_step(dir / amp / "metrics.jsonl");
+    const auto config = nlohmann::json::parse(read_text(dir / amp / "config.json"));
+    CHECK(config.dump().find("\"amp\":\"" + amp + "\"") != std::string::npos);
+  }
+  REQUIRE(losses["fp32"].size() == 30);
+  REQUIRE(losses["bf16"].size() == 30);
+  // Rounding the operands to bf16 moves each product by up to 2^-7 of its terms; over 30 AdamW
+  // steps the two runs drift apart slowly (the largest gap measured here is 4e-4). The loss
+  // starts near ln 10 = 2.3 and falls by about 0.5; a gap of 0.005 at any step would be a run
+  // that trains differently.
+  double worst = 0, first_gap = std::abs(losses["fp32"][1] - losses["bf16"][1]);
+  for (const auto& [step, loss] : losses["fp32"])
+    worst = std::max(worst, std::abs(loss - losses["bf16"].at(step)));
+  INFO("largest loss gap ", worst, ", at step 1 ", first_gap);
+  CHECK(worst < 0.005);
+  CHECK(first_gap > 0);  // the products really were bf16
+  CHECK(losses["bf16"][30] < losses["bf16"][1] - 0.05);  // and it learns
+}
+
+TEST_CASE("train --amp bf16 N steps, resume, N more == 2N steps without stopping (bitwise)") {
+  if (!have_bf16()) {
+    MESSAGE("skipped: this CPU has no bf16 units");
+    return;
+  }
+  const fs::path dir = fresh_dir("amp_resume");
+  const std::string recipe = kRecipe + "--amp bf16 --accum 2 --dropout 0.1 ";
+  auto a = vitgrad(recipe + "--steps 6 --out " + (dir / "a").string());
+  INFO(a.err);
+  REQUIRE(a.exit_code == 0);
+  auto first = vitgrad(recipe + "--steps 3 --out " + (dir / "c").string());
+  REQUIRE(first.exit_code == 0);
+  // --threads differs on purpose: the products give the same bits on any thread count.
+  auto c = vitgrad("train --resume " + (dir / "c" / "last.json").string() + " --steps 6 --threads 1");
+  INFO(c.err);
+  REQUIRE(c.exit_code == 0);
+  const auto ja = nlohmann::json::parse(read_text(dir / "a" / "last.json"));
+  const auto jc = nlohmann::json::parse(read_text(dir / "c" / "last.json"));
+  CHECK(jc["step"] == 6);
+  for (const char* part : {"model", "optimizer", "rng", "data", "scheduler"}) {
+    INFO(part);
+    const bool same = ja[part] == jc[part];
+    CHECK(same);
+  }
+  const auto la = losses_by_step(dir / "a" / "metrics.jsonl");
+  const auto lc = losses_by_step(dir / "c" / "metrics.jsonl");
+  for (int64_t step = 4; step <= 6; ++step) CHECK(la.at(step) == lc.at(step));
+}
+
+TEST_CASE("bench --amp bf16 reports the bf16 GEMM peak beside the sgemm one") {
+  if (!have_bf16()) {
+    MESSAGE("skipped: this CPU has no bf16 units");
+    return;
+  }
+  const auto r = vitgrad(
+      "bench --depth 2 --dim 16 --heads 2 --batch 8 --steps 3 --threads 2 --json --amp bf16");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j.at("amp") == "bf16");
+  CHECK(j.at("bf16_gemm_gflops").get<double>() > 0);
+  CHECK(j.at("sgemm_gflops").get<double>() > 0);
+  CHECK(j.at("heap_allocations_per_step").get<double>() == 0);
+}
+
+TEST_CASE("--amp bf16 on a CPU without bf16 units, or a wrong --amp, is one clear error") {
+  const fs::path dir = fresh_dir("amp_error");
+  for (const std::string& command :
+       {kRecipe + "--steps 2 --amp bf16 --out " + (dir / "t").string(),
+        std::string("bench --depth 2 --dim 16 --heads 2 --batch 8 --steps 1 --amp bf16"),
+        std::string("ablate --data synthetic --synthetic-size 40 --depth 1 --dim 16 --heads 2 "
+                    "--batch 20 --steps 1 --amp bf16 --out ") +
+            (dir / "a").string()}) {
+    INFO(command);
+    const auto r = vitgrad(command, "VITGRAD_BF16_UNITS=none");
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("neither AVX512-BF16 nor AMX-BF16") != std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
+  CHECK(!fs::exists(dir / "t"));  // no run folder left behind
+  const auto r = vitgrad(kRecipe + "--steps 2 --amp fp16");
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("--amp") != std::string::npos);
+}
