@@ -21,12 +21,7 @@ constexpr int64_t kMaxPanelCols = 64, kLanes = 16;
 void pack_rows_of_a(int64_t m, int64_t k, const float* a, int64_t lda, uint32_t* out) {
   const int64_t pairs = (k + 1) / 2;
   parallel_for(m, std::max<int64_t>(1, 16384 / pairs), [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) {
-      const float* row = a + i * lda;
-      uint32_t* to = out + i * pairs;
-      for (int64_t p = 0; p < k / 2; ++p) to[p] = bf16_pair(row[2 * p], row[2 * p + 1]);
-      if (k % 2) to[pairs - 1] = bf16_pair(row[k - 1], 0.0f);
-    }
+    for (int64_t i = i0; i < i1; ++i) detail::bf16_pairs_of_row(a + i * lda, k, out + i * pairs);
   });
 }
 
@@ -38,13 +33,8 @@ void interleave_rows(int64_t k, int64_t count, const float* x, int64_t ld, uint3
   parallel_for(pairs, std::max<int64_t>(1, 16384 / count), [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
       const float* first = x + 2 * p * ld;
-      uint32_t* to = out + p * out_ld;
-      if (2 * p + 1 < k) {
-        const float* second = first + ld;
-        for (int64_t i = 0; i < count; ++i) to[i] = bf16_pair(first[i], second[i]);
-      } else {
-        for (int64_t i = 0; i < count; ++i) to[i] = bf16_pair(first[i], 0.0f);
-      }
+      detail::bf16_pairs_of_rows(first, 2 * p + 1 < k ? first + ld : nullptr, count,
+                                 out + p * out_ld);
     }
   });
 }
@@ -60,11 +50,11 @@ void pack_b(bool tb, int64_t k, int64_t n, const float* b, int64_t ldb, int64_t 
       interleave_rows(k, cols, b + j0, ldb, panel, width);
     } else {  // column j of op(B) is row j of B: its pairs are contiguous there
       parallel_for(cols, 4, [&](int64_t c0, int64_t c1) {
+        thread_local std::vector<uint32_t> row_pairs;
+        row_pairs.resize(pairs);
         for (int64_t j = c0; j < c1; ++j) {
-          const float* row = b + (j0 + j) * ldb;
-          for (int64_t p = 0; p < k / 2; ++p)
-            panel[p * width + j] = bf16_pair(row[2 * p], row[2 * p + 1]);
-          if (k % 2) panel[(pairs - 1) * width + j] = bf16_pair(row[k - 1], 0.0f);
+          detail::bf16_pairs_of_row(b + (j0 + j) * ldb, k, row_pairs.data());
+          for (int64_t p = 0; p < pairs; ++p) panel[p * width + j] = row_pairs[p];
         }
       });
     }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "engine/kernels/bf16.h"
 #include "engine/kernels/bf16_gemm_parts.h"
 
 // GCC 12 inlines the plain (unmasked) shuffles as masked ones with an undefined pass-through
@@ -13,6 +14,17 @@
 
 namespace vg::detail {
 namespace {
+
+// 16 floats rounded to bf16 in the upper half of each lane (the lower half is garbage): the
+// integer add of engine/kernels/bf16.h, and a NaN keeps its bits with the quiet bit set.
+__attribute__((target("avx512f"))) __m512i round_to_bf16(__m512 x) {
+  const __m512i bits = _mm512_castps_si512(x);
+  const __m512i lowest_kept = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
+  const __m512i rounded =
+      _mm512_add_epi32(bits, _mm512_add_epi32(lowest_kept, _mm512_set1_epi32(0x7FFF)));
+  const __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+  return _mm512_mask_or_epi32(rounded, nan, bits, _mm512_set1_epi32(0x00400000));
+}
 
 // A tile of C is R rows by V * 16 columns: at most 6 x 4, whose 24 sums, 4 vectors of B and a
 // broadcast take 29 of the 32 zmm registers, enough chains to hide vdpbf16ps's latency.
@@ -117,6 +129,36 @@ void rows(const Bf16Operands& ops, int64_t i0, int64_t i1, int64_t n, int64_t p0
 }
 
 }  // namespace
+
+__attribute__((target("avx512f,avx512bw"))) void bf16_pairs_of_row(const float* x, int64_t k,
+                                                                    uint32_t* out) {
+  // The upper 16 bits of 32 rounded floats, in order: the odd 16-bit halves of two vectors.
+  alignas(64) static constexpr int16_t kUpperHalves[32] = {
+      1,  3,  5,  7,  9,  11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31,
+      33, 35, 37, 39, 41, 43, 45, 47, 49, 51, 53, 55, 57, 59, 61, 63};
+  const __m512i upper = _mm512_load_si512(kUpperHalves);
+  int64_t p = 0;
+  for (; 2 * p + 32 <= k; p += 16) {
+    const __m512i lo = round_to_bf16(_mm512_loadu_ps(x + 2 * p));
+    const __m512i hi = round_to_bf16(_mm512_loadu_ps(x + 2 * p + 16));
+    _mm512_storeu_si512(out + p, _mm512_permutex2var_epi16(lo, upper, hi));
+  }
+  for (; 2 * p + 1 < k; ++p) out[p] = bf16_pair(x[2 * p], x[2 * p + 1]);
+  if (k % 2) out[p] = bf16_pair(x[k - 1], 0.0f);
+}
+
+__attribute__((target("avx512f"))) void bf16_pairs_of_rows(const float* first, const float* second,
+                                                           int64_t count, uint32_t* out) {
+  const __m512i high_half = _mm512_set1_epi32(int(0xFFFF0000u));
+  int64_t i = 0;
+  for (; i + 16 <= count; i += 16) {
+    const __m512i lo = _mm512_srli_epi32(round_to_bf16(_mm512_loadu_ps(first + i)), 16);
+    const __m512i hi = second ? _mm512_and_si512(round_to_bf16(_mm512_loadu_ps(second + i)), high_half)
+                              : _mm512_setzero_si512();
+    _mm512_storeu_si512(out + i, _mm512_or_si512(lo, hi));
+  }
+  for (; i < count; ++i) out[i] = bf16_pair(first[i], second ? second[i] : 0.0f);
+}
 
 void bf16_rows_avx512(const Bf16Operands& ops, int64_t i0, int64_t i1, int64_t n, int64_t p0,
                       int64_t p1, float alpha, float beta, const float* start, float* c,

@@ -20,6 +20,12 @@ struct Bf16Operands {
   int64_t pairs = 0;
 };
 
+// bf16_pair(x[2p], x[2p + 1]) into out[p] for the pairs of a row of k floats (the last pair's
+// second term zero when k is odd), with AVX-512 where the CPU has it.
+void bf16_pairs_of_row(const float* x, int64_t k, uint32_t* out);
+// bf16_pair(first[i], second[i]) into out[i] for i < count; second null: zeros.
+void bf16_pairs_of_rows(const float* first, const float* second, int64_t count, uint32_t* out);
+
 // Rows [i0, i1) of C (n columns) = alpha * (start + sum over pairs [p0, p1)) + beta * C, with
 // `start` (n values) or zero, and C not read when beta = 0. Every element is one chain over
 // the pairs in order.

@@ -5,6 +5,8 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <iterator>
+#include <limits>
 #include <vector>
 
 #include "engine/core/error.h"
@@ -140,6 +142,48 @@ TEST_CASE("gemm_bf16 matches a float64 reference within the bound of bf16 operan
   check_case({false, true, 64, 769, 768, 1.0f, 0.0f, true});
   check_case({true, false, 192, 64, 3200, 1.0f, 1.0f, false});  // a weight gradient
   check_case({false, false, 5, 7, 0, 1.0f, 0.5f, false});       // k = 0: only beta acts
+}
+
+// When each row of op(A) has one nonzero term, every element of C is one product of two bf16,
+// exact in float (the zeros add nothing): so the kernel's own conversion (AVX-512, in packing)
+// must give to_bf16's bits, ties, NaN and infinity included. k = 1, 40 and 77 reach both the
+// vector bodies and the scalar tails of the packing.
+TEST_CASE("gemm_bf16 rounds its operands exactly as to_bf16 does") {
+  if (!have_bf16()) {
+    MESSAGE("skipped: this CPU has no AVX512-BF16");
+    return;
+  }
+  const float ties[] = {1.00390625f,  // 1 + 2^-8: a tie, down to even
+                        1.01171875f,  // 1 + 3 * 2^-8: a tie, up to even
+                        -1.00390625f, 3.0e38f, -0.0f};
+  const float specials[] = {std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::quiet_NaN(), 1.01171875f};
+  Rng rng(11);
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (int64_t k : {1, 40, 77}) {
+        CAPTURE(ta);
+        CAPTURE(tb);
+        CAPTURE(k);
+        const int64_t m = 37, n = 41;
+        const int64_t lda = ta ? m : k, ldb = tb ? k : n;
+        std::vector<float> a(m * k, 0.0f);
+        auto b = random_floats(n * k, rng);
+        for (size_t i = 0; i < b.size(); i += 3) b[i] = ties[i / 3 % std::size(ties)];
+        for (int64_t i = 0; i < m; ++i) {  // row i of op(A): one term, at column i % k
+          const int64_t l = i % k;
+          (ta ? a[l * lda + i] : a[i * lda + l]) =
+              i % 4 == 0 ? specials[i / 4 % std::size(specials)] : float(rng.normal());
+        }
+        std::vector<float> got(m * n), want(m * n);
+        gemm_bf16(ta, tb, m, n, k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, got.data(), n);
+        gemm_bf16_reference(ta, tb, m, n, k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f,
+                            want.data(), n);
+        int64_t differ = 0;
+        for (int64_t i = 0; i < m * n; ++i)
+          differ += std::isnan(want[i]) ? !std::isnan(got[i]) : got[i] != want[i];
+        CHECK(differ == 0);
+      }
 }
 
 TEST_CASE("in bf16 mode the engine's float products are gemm_bf16's; fp32 and double stay as they were") {
