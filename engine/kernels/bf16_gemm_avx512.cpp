@@ -137,27 +137,34 @@ __attribute__((target("avx512f,avx512bw"))) void bf16_pairs_of_row(const float* 
       1,  3,  5,  7,  9,  11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31,
       33, 35, 37, 39, 41, 43, 45, 47, 49, 51, 53, 55, 57, 59, 61, 63};
   const __m512i upper = _mm512_load_si512(kUpperHalves);
-  int64_t p = 0;
-  for (; 2 * p + 32 <= k; p += 16) {
-    const __m512i lo = round_to_bf16(_mm512_loadu_ps(x + 2 * p));
-    const __m512i hi = round_to_bf16(_mm512_loadu_ps(x + 2 * p + 16));
-    _mm512_storeu_si512(out + p, _mm512_permutex2var_epi16(lo, upper, hi));
+  for (int64_t p = 0; 2 * p < k; p += 16) {
+    // The last 32 floats may be fewer: masked loads read zeros past k (an odd k's last pair
+    // gets its zero second term that way), and a masked store writes only the pairs that exist.
+    const int64_t left = k - 2 * p;
+    const __mmask16 lo_mask = left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
+    const __mmask16 hi_mask = left >= 32 ? __mmask16(0xFFFF)
+                              : left > 16 ? __mmask16((1u << (left - 16)) - 1)
+                                          : __mmask16(0);
+    const __m512i lo = round_to_bf16(_mm512_maskz_loadu_ps(lo_mask, x + 2 * p));
+    const __m512i hi = round_to_bf16(_mm512_maskz_loadu_ps(hi_mask, x + 2 * p + 16));
+    const int64_t pairs = std::min<int64_t>(16, (left + 1) / 2);
+    _mm512_mask_storeu_epi32(out + p, __mmask16((1u << pairs) - 1),
+                             _mm512_permutex2var_epi16(lo, upper, hi));
   }
-  for (; 2 * p + 1 < k; ++p) out[p] = bf16_pair(x[2 * p], x[2 * p + 1]);
-  if (k % 2) out[p] = bf16_pair(x[k - 1], 0.0f);
 }
 
 __attribute__((target("avx512f"))) void bf16_pairs_of_rows(const float* first, const float* second,
                                                            int64_t count, uint32_t* out) {
   const __m512i high_half = _mm512_set1_epi32(int(0xFFFF0000u));
-  int64_t i = 0;
-  for (; i + 16 <= count; i += 16) {
-    const __m512i lo = _mm512_srli_epi32(round_to_bf16(_mm512_loadu_ps(first + i)), 16);
-    const __m512i hi = second ? _mm512_and_si512(round_to_bf16(_mm512_loadu_ps(second + i)), high_half)
-                              : _mm512_setzero_si512();
-    _mm512_storeu_si512(out + i, _mm512_or_si512(lo, hi));
+  for (int64_t i = 0; i < count; i += 16) {
+    const __mmask16 mask =
+        count - i >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (count - i)) - 1);
+    const __m512i lo = _mm512_srli_epi32(round_to_bf16(_mm512_maskz_loadu_ps(mask, first + i)), 16);
+    const __m512i hi =
+        second ? _mm512_and_si512(round_to_bf16(_mm512_maskz_loadu_ps(mask, second + i)), high_half)
+               : _mm512_setzero_si512();
+    _mm512_mask_storeu_epi32(out + i, mask, _mm512_or_si512(lo, hi));
   }
-  for (; i < count; ++i) out[i] = bf16_pair(first[i], second ? second[i] : 0.0f);
 }
 
 void bf16_rows_avx512(const Bf16Operands& ops, int64_t i0, int64_t i1, int64_t n, int64_t p0,
