@@ -3,9 +3,11 @@
 
 For every configuration it runs `vitgrad bench --json` and a plain-PyTorch model with timm's
 ViT semantics (pre-norm blocks, LayerScale, exact GELU, MLP ratio 4, class token, AdamW) on
-random 28x28x1 images, alternating the two engines, on the same threads and in the same
-environment (except for how threads wait, in "best"), and prints images/s, the ratio and the
-peak RSS of each as a Markdown table.
+random 28x28x1 images, alternating the engines, on the same threads and in the same
+environment (except for how threads wait, in "best"), each in fp32 and with bf16 matrix
+products (PyTorch: torch.autocast("cpu", dtype=torch.bfloat16) around forward and loss;
+vitgrad: --amp bf16), and prints images/s and the ratios as a Markdown table. --amp fp32
+measures fp32 alone (and adds peak RSS), on any CPU.
 
 Four environments can be measured:
   passive  OPENBLAS_CORETYPE unset, OMP_WAIT_POLICY=passive for both engines: PyTorch's
@@ -16,7 +18,9 @@ Four environments can be measured:
   default  the environment this script was started in, as it is.
   haswell  the same with OPENBLAS_CORETYPE=Haswell, as some CI machines set it.
 
-Needs python3-torch; not part of `make test`. Example:
+Needs PyTorch: the newest one `python3` on the PATH imports (pip install torch), else
+Debian's python3-torch (/usr/bin/python3); the table's heading names the version. Not part of
+`make test`. Example:
   python3 tools/bench_vs_torch.py --vitgrad build/vitgrad --env best --env default
 """
 
@@ -130,8 +134,11 @@ def torch_child(spec):
     images = torch.randn(batch, 1, 28, 28)
     labels = torch.randint(0, 10, (batch,))
 
+    bf16 = spec["amp"] == "bf16"
+
     def step():
-        loss = F.cross_entropy(model(images), labels)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            loss = F.cross_entropy(model(images), labels)
         loss.item()
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -147,7 +154,7 @@ def torch_child(spec):
     median = statistics.median(times)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     print(json.dumps({"images_per_s": batch / median, "ms_per_step": 1e3 * median,
-                      "peak_rss_mb": rss}))
+                      "peak_rss_mb": rss, "torch": torch.__version__}))
 
 
 # --- the driver ---------------------------------------------------------------------------
@@ -172,6 +179,27 @@ def describe(env):
                      for k in ("OPENBLAS_CORETYPE", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT"))
 
 
+def find_torch_python():
+    """python3 on the PATH if it imports torch (e.g. pip's newest), else Debian's."""
+    for python in ("python3", "/usr/bin/python3"):
+        if subprocess.run([python, "-c", "import torch"], capture_output=True).returncode == 0:
+            return python
+    sys.exit("bench_vs_torch: no Python with torch (pip install torch, or apt install python3-torch)")
+
+
+def torch_version(python):
+    return subprocess.run([python, "-c", "import torch; print(torch.__version__)"],
+                          check=True, capture_output=True, text=True).stdout.strip()
+
+
+def cpu_name():
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
 def run_json(cmd, env):
     out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
@@ -182,8 +210,11 @@ def main():
     ap.add_argument("--vitgrad", default="build/vitgrad", help="the vitgrad binary")
     ap.add_argument("--env", action="append", choices=["best", "passive", "default", "haswell"],
                     help="environment(s) to measure (default: best)")
-    ap.add_argument("--python", default="/usr/bin/python3" if os.path.exists("/usr/bin/python3")
-                    else sys.executable, help="the Python that has torch (Debian's python3-torch)")
+    ap.add_argument("--python", default=None,
+                    help="the Python that has torch (default: python3 if it imports torch, "
+                         "else /usr/bin/python3 with Debian's python3-torch)")
+    ap.add_argument("--amp", default="fp32,bf16",
+                    help="fp32,bf16 (default: both engines both ways) or fp32 (any CPU)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--steps", type=int, default=6, help="timed steps per run")
     ap.add_argument("--warmup", type=int, default=2)
@@ -197,36 +228,62 @@ def main():
         torch_child(json.loads(a.torch_child))
         return
     picked = [CONFIGS[int(i)] for i in a.configs.split(",")] if a.configs else CONFIGS
+    python = a.python or find_torch_python()
+    amps = a.amp.split(",")
     print(f"# threads {a.threads}, {a.steps} timed steps after {a.warmup} warm-up, "
-          f"best of {a.repeats} alternating runs per engine; "
+          f"best of {a.repeats} alternating runs per engine and mode; "
           f"load average at start: {os.getloadavg()[0]:.2f}")
+    print(f"# CPU: {cpu_name()}; PyTorch {torch_version(python)} ({python})")
     for kind in a.env or ["best"]:
         vg_env, torch_env = environments(kind)
         print(f"\n## environment '{kind}': vitgrad {describe(vg_env)}; "
               f"PyTorch {describe(torch_env)}\n")
-        print("| config | PyTorch img/s | vitgrad img/s | ratio | PyTorch RSS MB | "
-              "vitgrad RSS MB | RSS ratio | vitgrad matmul GFLOP/s | sgemm GFLOP/s | vitgrad kernels |")
-        print("|---|---|---|---|---|---|---|---|---|---|")
+        if amps == ["fp32"]:
+            print("| config | PyTorch img/s | vitgrad img/s | ratio | PyTorch RSS MB | "
+                  "vitgrad RSS MB | RSS ratio | vitgrad matmul GFLOP/s | sgemm GFLOP/s | vitgrad kernels |")
+            print("|---|---|---|---|---|---|---|---|---|---|")
+        else:
+            print("| config | PyTorch fp32 | PyTorch bf16 autocast | vitgrad fp32 | vitgrad bf16 | "
+                  "bf16 / PyTorch's faster | bf16 / vitgrad fp32 | fp32 / PyTorch fp32 | "
+                  "bf16 matmul GFLOP/s | bf16 GEMM peak | sgemm peak |")
+            print("|---|---|---|---|---|---|---|---|---|---|---|")
         for label, dim, depth, heads, batch, norm, grn in picked:
-            vg_cmd = [a.vitgrad, "bench", "--json", "--dim", str(dim), "--depth", str(depth),
-                      "--heads", str(heads), "--batch", str(batch), "--mlp-ratio", "4",
-                      "--layerscale", "1e-4", "--norm", norm, "--threads", str(a.threads),
-                      "--steps", str(a.steps), "--warmup", str(a.warmup)] + (["--grn"] if grn else [])
-            spec = dict(dim=dim, depth=depth, heads=heads, batch=batch, norm=norm, grn=grn,
-                        threads=a.threads, steps=a.steps, warmup=a.warmup)
-            torch_cmd = [a.python, os.path.abspath(__file__), "--torch-child", json.dumps(spec)]
-            vg_runs, torch_runs = [], []
-            for _ in range(a.repeats):
-                vg_runs.append(run_json(vg_cmd, vg_env))
-                torch_runs.append(run_json(torch_cmd, torch_env))
-            v = max(vg_runs, key=lambda r: r["images_per_s"])
-            t = max(torch_runs, key=lambda r: r["images_per_s"])
-            v_rss = max(r["peak_rss_mb"] for r in vg_runs)
-            t_rss = max(r["peak_rss_mb"] for r in torch_runs)
-            print(f"| {label} | {t['images_per_s']:.0f} | {v['images_per_s']:.0f} | "
-                  f"{v['images_per_s'] / t['images_per_s']:.2f}x | {t_rss:.0f} | {v_rss:.0f} | "
-                  f"{v_rss / t_rss:.2f} | {v['gflops']:.0f} | {v['sgemm_gflops']:.0f} | {v['blas_core']} |",
-                  flush=True)
+            best = {}
+            for amp in amps:
+                vg_cmd = [a.vitgrad, "bench", "--json", "--dim", str(dim), "--depth", str(depth),
+                          "--heads", str(heads), "--batch", str(batch), "--mlp-ratio", "4",
+                          "--layerscale", "1e-4", "--norm", norm, "--threads", str(a.threads),
+                          "--steps", str(a.steps), "--warmup", str(a.warmup), "--amp", amp
+                          ] + (["--grn"] if grn else [])
+                spec = dict(dim=dim, depth=depth, heads=heads, batch=batch, norm=norm, grn=grn,
+                            threads=a.threads, steps=a.steps, warmup=a.warmup, amp=amp)
+                torch_cmd = [python, os.path.abspath(__file__), "--torch-child", json.dumps(spec)]
+                vg_runs, torch_runs = [], []
+                for _ in range(a.repeats):
+                    vg_runs.append(run_json(vg_cmd, vg_env))
+                    torch_runs.append(run_json(torch_cmd, torch_env))
+                best[("vitgrad", amp)] = max(vg_runs, key=lambda r: r["images_per_s"])
+                best[("torch", amp)] = max(torch_runs, key=lambda r: r["images_per_s"])
+                best[("vitgrad", amp)]["peak_rss_mb"] = max(r["peak_rss_mb"] for r in vg_runs)
+                best[("torch", amp)]["peak_rss_mb"] = max(r["peak_rss_mb"] for r in torch_runs)
+            if amps == ["fp32"]:
+                v, t = best[("vitgrad", "fp32")], best[("torch", "fp32")]
+                v_rss, t_rss = v["peak_rss_mb"], t["peak_rss_mb"]
+                print(f"| {label} | {t['images_per_s']:.0f} | {v['images_per_s']:.0f} | "
+                      f"{v['images_per_s'] / t['images_per_s']:.2f}x | {t_rss:.0f} | {v_rss:.0f} | "
+                      f"{v_rss / t_rss:.2f} | {v['gflops']:.0f} | {v['sgemm_gflops']:.0f} | {v['blas_core']} |",
+                      flush=True)
+                continue
+            ips = {key: r["images_per_s"] for key, r in best.items()}
+            faster = max(ips[("torch", "fp32")], ips[("torch", "bf16")])
+            vb = best[("vitgrad", "bf16")]
+            print(f"| {label} | {ips[('torch', 'fp32')]:.1f} | {ips[('torch', 'bf16')]:.1f} | "
+                  f"{ips[('vitgrad', 'fp32')]:.1f} | {ips[('vitgrad', 'bf16')]:.1f} | "
+                  f"{ips[('vitgrad', 'bf16')] / faster:.2f}x | "
+                  f"{ips[('vitgrad', 'bf16')] / ips[('vitgrad', 'fp32')]:.2f}x | "
+                  f"{ips[('vitgrad', 'fp32')] / ips[('torch', 'fp32')]:.2f}x | "
+                  f"{vb['gflops']:.0f} | {vb['bf16_gemm_gflops']:.0f} ({vb['bf16_units']}) | "
+                  f"{vb['sgemm_gflops']:.0f} |", flush=True)
     print(f"\nload average at end: {os.getloadavg()[0]:.2f}")
 
 

@@ -17,11 +17,34 @@ namespace {
 constexpr int64_t kChunkPairs = 256;
 constexpr int64_t kMaxPanelCols = 64, kLanes = 16;
 
-// Row i of op(A) as pairs into out[i * pairs ..]: op(A) not transposed, rows lda apart.
-void pack_rows_of_a(int64_t m, int64_t k, const float* a, int64_t lda, uint32_t* out) {
+int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+
+// How the packed operands are laid out for one kind of bf16 unit (see Bf16Operands).
+struct Layout {
+  int64_t pairs, panel_cols;
+  int64_t a_rows;         // rows of packed A (those past m are zero)
+  bool a_rows_contiguous;  // each row's pairs contiguous (else each pair's rows)
+  int64_t tile_rows;      // rows of C a thread's share is a multiple of
+};
+
+Layout layout_for(bool amx, bool ta, int64_t m, int64_t n, int64_t k) {
   const int64_t pairs = (k + 1) / 2;
-  parallel_for(m, std::max<int64_t>(1, 16384 / pairs), [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) detail::bf16_pairs_of_row(a + i * lda, k, out + i * pairs);
+  if (amx)  // whole tiles only (engine/kernels/bf16_gemm_amx.cpp)
+    return {round_up(pairs, 16), n <= 32 ? 32 : 64, round_up(m, 32), true, 32};
+  // AVX512-BF16: a transposed A is packed as it lies, each pair's rows contiguous.
+  return {pairs, std::min(kMaxPanelCols, round_up(n, kLanes)), m, !ta, 6};
+}
+
+// Row i of op(A) as pairs into out[i * stride ..], zeros up to the stride: op(A) not
+// transposed, rows lda apart.
+void pack_rows_of_a(int64_t m, int64_t k, const float* a, int64_t lda, uint32_t* out,
+                    int64_t stride) {
+  const int64_t pairs = (k + 1) / 2;
+  parallel_for(m, std::max<int64_t>(1, 16384 / stride), [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      detail::bf16_pairs_of_row(a + i * lda, k, out + i * stride);
+      std::fill(out + i * stride + pairs, out + (i + 1) * stride, 0u);
+    }
   });
 }
 
@@ -39,13 +62,31 @@ void interleave_rows(int64_t k, int64_t count, const float* x, int64_t ld, uint3
   });
 }
 
-// op(B) (k x n) as panels of `width` columns (see Bf16Operands), the padding zero.
+// A transposed (k x m, rows lda apart) with each row of op(A) contiguous, as AMX tiles read
+// it: the pairs interleaved as they lie, then turned around word by word.
+void pack_transposed_a_by_rows(int64_t m, int64_t k, const float* a, int64_t lda, uint32_t* out,
+                               int64_t stride) {
+  const int64_t pairs = (k + 1) / 2;
+  thread_local std::vector<uint32_t> by_pairs;
+  if (by_pairs.size() < size_t(pairs * m)) by_pairs.resize(pairs * m);
+  interleave_rows(k, m, a, lda, by_pairs.data(), m);
+  const uint32_t* from = by_pairs.data();
+  parallel_for(m, 16, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      for (int64_t p = 0; p < pairs; ++p) out[i * stride + p] = from[p * m + i];
+      std::fill(out + i * stride + pairs, out + (i + 1) * stride, 0u);
+    }
+  });
+}
+
+// op(B) (k x n) as panels of `width` columns with `stride` pair rows each (see Bf16Operands),
+// the padding zero.
 void pack_b(bool tb, int64_t k, int64_t n, const float* b, int64_t ldb, int64_t width,
-            uint32_t* out) {
+            int64_t stride, uint32_t* out) {
   const int64_t pairs = (k + 1) / 2, panels = (n + width - 1) / width;
   for (int64_t q = 0; q < panels; ++q) {
     const int64_t j0 = q * width, cols = std::min(width, n - j0);
-    uint32_t* panel = out + q * pairs * width;
+    uint32_t* panel = out + q * stride * width;
     if (!tb) {
       interleave_rows(k, cols, b + j0, ldb, panel, width);
     } else {  // column j of op(B) is row j of B: its pairs are contiguous there
@@ -59,7 +100,9 @@ void pack_b(bool tb, int64_t k, int64_t n, const float* b, int64_t ldb, int64_t 
       });
     }
     if (cols < width)
-      for (int64_t p = 0; p < pairs; ++p) std::fill(panel + p * width + cols, panel + (p + 1) * width, 0u);
+      for (int64_t p = 0; p < pairs; ++p)
+        std::fill(panel + p * width + cols, panel + (p + 1) * width, 0u);
+    std::fill(panel + pairs * width, panel + stride * width, 0u);
   }
 }
 
@@ -67,10 +110,16 @@ void pack_b(bool tb, int64_t k, int64_t n, const float* b, int64_t ldb, int64_t 
 
 void gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
-               const float* start) {
+               const float* start, Bf16Tiles tiles) {
   if (m <= 0 || n <= 0) return;
-  check(bf16_hardware() != Bf16Hardware::none,
-        "gemm_bf16: this CPU has no AVX512-BF16 (product ", m, "x", n, "x", k, ")");
+  const Bf16Hardware units = bf16_hardware();
+  check(units != Bf16Hardware::none, "gemm_bf16: this CPU has no AVX512-BF16 (product ", m, "x",
+        n, "x", k, ")");
+  check(tiles != Bf16Tiles::amx || units == Bf16Hardware::amx,
+        "gemm_bf16: AMX tiles asked for on a CPU without them");
+  if (tiles == Bf16Tiles::best)
+    tiles = units == Bf16Hardware::amx ? Bf16Tiles::amx : Bf16Tiles::avx512_bf16;
+  const bool amx_layout = tiles == Bf16Tiles::amx || tiles == Bf16Tiles::amx_model;
   if (start) beta = 0.0f;
   if (k <= 0) {  // an empty sum: C = alpha * start, or beta * C
     for (int64_t i = 0; i < m; ++i)
@@ -78,35 +127,43 @@ void gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, c
         c[i * ldc + j] = start ? alpha * start[j] : beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
     return;
   }
+  const Layout layout = layout_for(amx_layout, ta, m, n, k);
   // Grown once per shape, then reused; a worker thread reads the caller's.
   thread_local std::vector<uint32_t> a_words, b_words;
+  const int64_t panels = (n + layout.panel_cols - 1) / layout.panel_cols;
+  if (a_words.size() < size_t(layout.a_rows * layout.pairs))
+    a_words.resize(layout.a_rows * layout.pairs);
+  if (b_words.size() < size_t(panels * layout.pairs * layout.panel_cols))
+    b_words.resize(panels * layout.pairs * layout.panel_cols);
   detail::Bf16Operands ops;
-  ops.pairs = (k + 1) / 2;
-  ops.panel_cols = std::min(kMaxPanelCols, (n + kLanes - 1) / kLanes * kLanes);
-  const int64_t panels = (n + ops.panel_cols - 1) / ops.panel_cols;
-  if (a_words.size() < size_t(m * ops.pairs)) a_words.resize(m * ops.pairs);
-  if (b_words.size() < size_t(panels * ops.pairs * ops.panel_cols))
-    b_words.resize(panels * ops.pairs * ops.panel_cols);
-  if (ta) {
+  ops.pairs = layout.pairs;
+  ops.panel_cols = layout.panel_cols;
+  if (!layout.a_rows_contiguous) {
     interleave_rows(k, m, a, lda, a_words.data(), m);
     ops.a_row = 1, ops.a_pair = m;
   } else {
-    pack_rows_of_a(m, k, a, lda, a_words.data());
-    ops.a_row = ops.pairs, ops.a_pair = 1;
+    if (ta)
+      pack_transposed_a_by_rows(m, k, a, lda, a_words.data(), layout.pairs);
+    else
+      pack_rows_of_a(m, k, a, lda, a_words.data(), layout.pairs);
+    std::fill(a_words.data() + m * layout.pairs, a_words.data() + layout.a_rows * layout.pairs, 0u);
+    ops.a_row = layout.pairs, ops.a_pair = 1;
   }
-  pack_b(tb, k, n, b, ldb, ops.panel_cols, b_words.data());
+  pack_b(tb, k, n, b, ldb, layout.panel_cols, layout.pairs, b_words.data());
   ops.a = a_words.data();
   ops.b = b_words.data();
 
-  constexpr int64_t kTileRows = 6;
-  const int64_t tiles = (m + kTileRows - 1) / kTileRows;
+  const auto rows = tiles == Bf16Tiles::amx         ? detail::bf16_rows_amx
+                    : tiles == Bf16Tiles::amx_model ? detail::bf16_rows_amx_model
+                                                    : detail::bf16_rows_avx512;
+  const int64_t row_tiles = (m + layout.tile_rows - 1) / layout.tile_rows;
   // Row tiles shared among threads, each part at least ~2^18 multiply-adds.
-  const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 18) / (kTileRows * n * k));
-  parallel_for(tiles, grain, [&](int64_t t0, int64_t t1) {
-    const int64_t i0 = t0 * kTileRows, i1 = std::min(m, t1 * kTileRows);
+  const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 18) / (layout.tile_rows * n * k));
+  parallel_for(row_tiles, grain, [&](int64_t t0, int64_t t1) {
+    const int64_t i0 = t0 * layout.tile_rows, i1 = std::min(m, t1 * layout.tile_rows);
     for (int64_t p = 0; p < ops.pairs; p += kChunkPairs)
-      detail::bf16_rows_avx512(ops, i0, i1, n, p, std::min(ops.pairs, p + kChunkPairs), alpha,
-                               p == 0 ? beta : 1.0f, p == 0 ? start : nullptr, c, ldc);
+      rows(ops, i0, i1, n, p, std::min(ops.pairs, p + kChunkPairs), alpha, p == 0 ? beta : 1.0f,
+           p == 0 ? start : nullptr, c, ldc);
   });
 }
 

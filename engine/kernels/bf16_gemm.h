@@ -14,14 +14,19 @@
 
 namespace vg {
 
+// The tile loops a product runs on: the best the CPU has (bf16_hardware()), or, for tests, a
+// named kind, including a plain C++ model of the AMX tiles on their packed layout that runs
+// on any CPU with AVX512-BF16.
+enum class Bf16Tiles { best, avx512_bf16, amx, amx_model };
+
 // Row-major C (m x n) = alpha * op(A) op(B) + beta * C, op = transpose where ta / tb, with
 // op(A) and op(B) rounded to bf16. With `start` (n values, e.g. a bias) each sum starts from
 // start[j] (and beta is ignored: C is not read). Splits large products over the engine's
 // threads; inside a parallel region it runs on the calling thread. Needs a CPU with
-// AVX512-BF16 (bf16_hardware() != none); vg::Error otherwise.
+// AVX512-BF16 (bf16_hardware() != none), and AMX for Bf16Tiles::amx; vg::Error otherwise.
 void gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
-               const float* start = nullptr);
+               const float* start = nullptr, Bf16Tiles tiles = Bf16Tiles::best);
 
 // The same product as plain loops: operands rounded with to_bf16, the products summed in
 // double. What the tests compare gemm_bf16 against.

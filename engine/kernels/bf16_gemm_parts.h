@@ -33,4 +33,12 @@ void bf16_rows_avx512(const Bf16Operands& ops, int64_t i0, int64_t i1, int64_t n
                       int64_t p1, float alpha, float beta, const float* start, float* c,
                       int64_t ldc);
 
+// The same with AMX tiles; needs the padded layout that file describes.
+void bf16_rows_amx(const Bf16Operands& ops, int64_t i0, int64_t i1, int64_t n, int64_t p0,
+                   int64_t p1, float alpha, float beta, const float* start, float* c, int64_t ldc);
+// bf16_rows_amx step by step in plain C++ (any CPU): the reference of the AMX tiles.
+void bf16_rows_amx_model(const Bf16Operands& ops, int64_t i0, int64_t i1, int64_t n, int64_t p0,
+                         int64_t p1, float alpha, float beta, const float* start, float* c,
+                         int64_t ldc);
+
 }  // namespace vg::detail

@@ -55,7 +55,16 @@ struct Case {
   int64_t m, n, k;
   float alpha, beta;
   bool with_start;
+  Bf16Tiles tiles = Bf16Tiles::best;
 };
+
+// The tile loops this CPU can run: AVX512-BF16, the plain model of the AMX tiles (on their
+// padded layout), and the AMX tiles themselves where the CPU has them.
+std::vector<Bf16Tiles> runnable_tiles() {
+  std::vector<Bf16Tiles> kinds = {Bf16Tiles::avx512_bf16, Bf16Tiles::amx_model};
+  if (bf16_hardware() == Bf16Hardware::amx) kinds.push_back(Bf16Tiles::amx);
+  return kinds;
+}
 
 // Runs gemm_bf16 on one and on two threads (the same bits), checks it against the float64 sum
 // of the float operands and against gemm_bf16_reference, each within its bound, and reports
@@ -68,6 +77,7 @@ void check_case(const Case& s) {
   CAPTURE(s.k);
   CAPTURE(s.beta);
   CAPTURE(s.with_start);
+  CAPTURE(int(s.tiles));
   Rng rng(uint64_t(s.m * 131 + s.n * 7 + s.k));
   const int64_t lda = (s.ta ? s.m : s.k) + 3, ldb = (s.tb ? s.k : s.n) + 5, ldc = s.n + 2;
   const auto a = random_floats((s.ta ? s.k : s.m) * lda, rng);
@@ -80,7 +90,7 @@ void check_case(const Case& s) {
     set_num_threads(t);
     std::vector<float> c = c0;
     gemm_bf16(s.ta, s.tb, s.m, s.n, s.k, s.alpha, a.data(), lda, b.data(), ldb, s.beta, c.data(),
-              ldc, st);
+              ldc, st, s.tiles);
     got.push_back(c);
   }
   set_num_threads(threads);
@@ -128,20 +138,22 @@ TEST_CASE("gemm_bf16 matches a float64 reference within the bound of bf16 operan
     MESSAGE("skipped: this CPU has no AVX512-BF16");
     return;
   }
-  for (bool ta : {false, true})
-    for (bool tb : {false, true}) {
-      check_case({ta, tb, 50, 50, 16, 0.25f, 0.0f, false});  // S = s Q K^T
-      check_case({ta, tb, 50, 64, 50, 1.0f, 0.0f, false});   // O = P V
-      check_case({ta, tb, 50, 16, 50, 1.0f, 1.0f, false});   // narrow
-      check_case({ta, tb, 200, 192, 64, 1.0f, 0.0f, false});
-      check_case({ta, tb, 67, 33, 31, 2.0f, 0.5f, false});
-      check_case({ta, tb, 13, 70, 1, 1.0f, 1.0f, false});
-      check_case({ta, tb, 48, 100, 1100, 1.0f, 0.0f, false});  // three chunks of k, the last short
-    }
-  check_case({false, true, 300, 200, 192, 1.0f, 0.0f, true});  // a linear forward with its bias
-  check_case({false, true, 64, 769, 768, 1.0f, 0.0f, true});
-  check_case({true, false, 192, 64, 3200, 1.0f, 1.0f, false});  // a weight gradient
-  check_case({false, false, 5, 7, 0, 1.0f, 0.5f, false});       // k = 0: only beta acts
+  for (const Bf16Tiles tiles : runnable_tiles()) {
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        check_case({ta, tb, 50, 50, 16, 0.25f, 0.0f, false, tiles});  // S = s Q K^T
+        check_case({ta, tb, 50, 64, 50, 1.0f, 0.0f, false, tiles});   // O = P V
+        check_case({ta, tb, 50, 16, 50, 1.0f, 1.0f, false, tiles});   // narrow
+        check_case({ta, tb, 200, 192, 64, 1.0f, 0.0f, false, tiles});
+        check_case({ta, tb, 67, 33, 31, 2.0f, 0.5f, false, tiles});
+        check_case({ta, tb, 13, 70, 1, 1.0f, 1.0f, false, tiles});
+        check_case({ta, tb, 48, 100, 1100, 1.0f, 0.0f, false, tiles});  // 3 chunks of k, 1 short
+      }
+    check_case({false, true, 300, 200, 192, 1.0f, 0.0f, true, tiles});  // a linear forward
+    check_case({false, true, 64, 769, 768, 1.0f, 0.0f, true, tiles});
+    check_case({true, false, 192, 64, 3200, 1.0f, 1.0f, false, tiles});  // a weight gradient
+    check_case({false, false, 5, 7, 0, 1.0f, 0.5f, false, tiles});       // k = 0: only beta
+  }
 }
 
 // When each row of op(A) has one nonzero term, every element of C is one product of two bf16,
@@ -176,13 +188,17 @@ TEST_CASE("gemm_bf16 rounds its operands exactly as to_bf16 does") {
               i % 4 == 0 ? specials[i / 4 % std::size(specials)] : float(rng.normal());
         }
         std::vector<float> got(m * n), want(m * n);
-        gemm_bf16(ta, tb, m, n, k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, got.data(), n);
         gemm_bf16_reference(ta, tb, m, n, k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f,
                             want.data(), n);
-        int64_t differ = 0;
-        for (int64_t i = 0; i < m * n; ++i)
-          differ += std::isnan(want[i]) ? !std::isnan(got[i]) : got[i] != want[i];
-        CHECK(differ == 0);
+        for (const Bf16Tiles tiles : runnable_tiles()) {
+          CAPTURE(int(tiles));
+          gemm_bf16(ta, tb, m, n, k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, got.data(), n,
+                    nullptr, tiles);
+          int64_t differ = 0;
+          for (int64_t i = 0; i < m * n; ++i)
+            differ += std::isnan(want[i]) ? !std::isnan(got[i]) : got[i] != want[i];
+          CHECK(differ == 0);
+        }
       }
 }
 
