@@ -24,7 +24,9 @@ inline bf16 to_bf16(float x) {
 }
 
 // The float a bf16 stands for (exact: every bf16 is a float).
-inline float from_bf16(bf16 h) { return std::bit_cast<float>(uint32_t(h) << 16); }
+inline float from_bf16(bf16 h) {
+  return std::bit_cast<float>(uint32_t(h) << 16);
+}
 
 // Two bf16 in one 32-bit word, `first` in the low half: the pair of consecutive terms of a
 // dot product that one lane of AVX512-BF16's vdpbf16ps (and of an AMX tile row) multiplies.

@@ -17,14 +17,16 @@ namespace {
 constexpr int64_t kChunkPairs = 256;
 constexpr int64_t kMaxPanelCols = 64, kLanes = 16;
 
-int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+int64_t round_up(int64_t x, int64_t to) {
+  return (x + to - 1) / to * to;
+}
 
 // How the packed operands are laid out for one kind of bf16 unit (see Bf16Operands).
 struct Layout {
   int64_t pairs, panel_cols;
-  int64_t a_rows;         // rows of packed A (those past m are zero)
+  int64_t a_rows;          // rows of packed A (those past m are zero)
   bool a_rows_contiguous;  // each row's pairs contiguous (else each pair's rows)
-  int64_t tile_rows;      // rows of C a thread's share is a multiple of
+  int64_t tile_rows;       // rows of C a thread's share is a multiple of
 };
 
 Layout layout_for(bool amx, bool ta, int64_t m, int64_t n, int64_t k) {
@@ -113,8 +115,8 @@ void gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, c
                const float* start, Bf16Tiles tiles) {
   if (m <= 0 || n <= 0) return;
   const Bf16Hardware units = bf16_hardware();
-  check(units != Bf16Hardware::none, "gemm_bf16: this CPU has no AVX512-BF16 (product ", m, "x",
-        n, "x", k, ")");
+  check(units != Bf16Hardware::none, "gemm_bf16: this CPU has no AVX512-BF16 (product ", m, "x", n,
+        "x", k, ")");
   check(tiles != Bf16Tiles::amx || units == Bf16Hardware::amx,
         "gemm_bf16: AMX tiles asked for on a CPU without them");
   if (tiles == Bf16Tiles::best)

@@ -23,8 +23,8 @@
 namespace vg::detail {
 namespace {
 
-constexpr int kTile = 16;        // rows of a tile; floats (or pairs) in a tile row of 64 bytes
-constexpr int kTilePairs = 16;   // pairs of k per tile step
+constexpr int kTile = 16;       // rows of a tile; floats (or pairs) in a tile row of 64 bytes
+constexpr int kTilePairs = 16;  // pairs of k per tile step
 
 // The 64-byte tile configuration of ldtilecfg (palette 1): tiles 0-3 hold C, 4-5 A, 6-7 B,
 // each 16 rows of 64 bytes.
@@ -90,8 +90,8 @@ void block32_model(const Bf16Operands& ops, int64_t i, const uint32_t* panel, in
 
 template <class Block>
 void rows_of_blocks(const Bf16Operands& ops, int64_t i0, int64_t i1, int64_t n, int64_t p0,
-                    int64_t p1, float alpha, float beta, const float* start, float* c,
-                    int64_t ldc, Block block) {
+                    int64_t p1, float alpha, float beta, const float* start, float* c, int64_t ldc,
+                    Block block) {
   alignas(64) float sums[2 * kTile * 2 * kTile];
   const int64_t width = ops.panel_cols, panels = (n + width - 1) / width;
   for (int64_t q = 0; q < panels; ++q) {
@@ -116,9 +116,11 @@ void rows_of_blocks(const Bf16Operands& ops, int64_t i0, int64_t i1, int64_t n, 
 
 }  // namespace
 
-__attribute__((target("amx-tile,amx-bf16"))) void bf16_rows_amx(
-    const Bf16Operands& ops, int64_t i0, int64_t i1, int64_t n, int64_t p0, int64_t p1,
-    float alpha, float beta, const float* start, float* c, int64_t ldc) {
+__attribute__((target("amx-tile,amx-bf16"))) void bf16_rows_amx(const Bf16Operands& ops, int64_t i0,
+                                                                int64_t i1, int64_t n, int64_t p0,
+                                                                int64_t p1, float alpha, float beta,
+                                                                const float* start, float* c,
+                                                                int64_t ldc) {
   static const TileConfig config;
   _tile_loadconfig(&config);
   rows_of_blocks(ops, i0, i1, n, p0, p1, alpha, beta, start, c, ldc, block32);

@@ -45,9 +45,9 @@ __attribute__((target("avx512f,avx512bf16"))) void tile(int64_t pairs, const uin
   __m512 acc[R][V];
 #pragma GCC unroll 4
   for (int v = 0; v < V; ++v) {
-    const __m512 first = !start ? _mm512_setzero_ps()
-                                : _mm512_maskz_loadu_ps(v == V - 1 ? last : __mmask16(0xFFFF),
-                                                        start + v * kLanes);
+    const __m512 first =
+        !start ? _mm512_setzero_ps()
+               : _mm512_maskz_loadu_ps(v == V - 1 ? last : __mmask16(0xFFFF), start + v * kLanes);
 #pragma GCC unroll 12
     for (int r = 0; r < R; ++r) acc[r][v] = first;
   }
@@ -92,9 +92,10 @@ constexpr const TileFn* kTiles[kRows] = {kTilesOfRows<AC, 1>, kTilesOfRows<AC, 2
                                          kTilesOfRows<AC, 3>, kTilesOfRows<AC, 4>,
                                          kTilesOfRows<AC, 5>, kTilesOfRows<AC, 6>};
 template <bool AC>
-constexpr TileFn kNarrowTiles[kNarrowRows] = {
-    tile<AC, 1, 1>, tile<AC, 2, 1>, tile<AC, 3, 1>, tile<AC, 4, 1>,  tile<AC, 5, 1>,  tile<AC, 6, 1>,
-    tile<AC, 7, 1>, tile<AC, 8, 1>, tile<AC, 9, 1>, tile<AC, 10, 1>, tile<AC, 11, 1>, tile<AC, 12, 1>};
+constexpr TileFn kNarrowTiles[kNarrowRows] = {tile<AC, 1, 1>,  tile<AC, 2, 1>,  tile<AC, 3, 1>,
+                                              tile<AC, 4, 1>,  tile<AC, 5, 1>,  tile<AC, 6, 1>,
+                                              tile<AC, 7, 1>,  tile<AC, 8, 1>,  tile<AC, 9, 1>,
+                                              tile<AC, 10, 1>, tile<AC, 11, 1>, tile<AC, 12, 1>};
 
 template <bool AC>
 void rows(const Bf16Operands& ops, int64_t i0, int64_t i1, int64_t n, int64_t p0, int64_t p1,
@@ -131,7 +132,7 @@ void rows(const Bf16Operands& ops, int64_t i0, int64_t i1, int64_t n, int64_t p0
 }  // namespace
 
 __attribute__((target("avx512f,avx512bw"))) void bf16_pairs_of_row(const float* x, int64_t k,
-                                                                    uint32_t* out) {
+                                                                   uint32_t* out) {
   // The upper 16 bits of 32 rounded floats, in order: the odd 16-bit halves of two vectors.
   alignas(64) static constexpr int16_t kUpperHalves[32] = {
       1,  3,  5,  7,  9,  11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31,
@@ -142,7 +143,7 @@ __attribute__((target("avx512f,avx512bw"))) void bf16_pairs_of_row(const float* 
     // gets its zero second term that way), and a masked store writes only the pairs that exist.
     const int64_t left = k - 2 * p;
     const __mmask16 lo_mask = left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
-    const __mmask16 hi_mask = left >= 32 ? __mmask16(0xFFFF)
+    const __mmask16 hi_mask = left >= 32  ? __mmask16(0xFFFF)
                               : left > 16 ? __mmask16((1u << (left - 16)) - 1)
                                           : __mmask16(0);
     const __m512i lo = round_to_bf16(_mm512_maskz_loadu_ps(lo_mask, x + 2 * p));
@@ -157,8 +158,7 @@ __attribute__((target("avx512f"))) void bf16_pairs_of_rows(const float* first, c
                                                            int64_t count, uint32_t* out) {
   const __m512i high_half = _mm512_set1_epi32(int(0xFFFF0000u));
   for (int64_t i = 0; i < count; i += 16) {
-    const __mmask16 mask =
-        count - i >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (count - i)) - 1);
+    const __mmask16 mask = count - i >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (count - i)) - 1);
     const __m512i lo = _mm512_srli_epi32(round_to_bf16(_mm512_maskz_loadu_ps(mask, first + i)), 16);
     const __m512i hi =
         second ? _mm512_and_si512(round_to_bf16(_mm512_maskz_loadu_ps(mask, second + i)), high_half)

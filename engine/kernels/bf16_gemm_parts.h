@@ -14,7 +14,8 @@ struct Bf16Operands {
   const uint32_t* a = nullptr;
   int64_t a_row = 0, a_pair = 0;
   // op(B) in panels of panel_cols columns (the last zero-padded): word (p, j) of panel q, the
-  // pair (op(B)[2p][q * panel_cols + j], op(B)[2p + 1][...]), is b[(q * pairs + p) * panel_cols + j].
+  // pair (op(B)[2p][q * panel_cols + j], op(B)[2p + 1][...]), is b[(q * pairs + p) * panel_cols +
+  // j].
   const uint32_t* b = nullptr;
   int64_t panel_cols = 0;
   int64_t pairs = 0;

@@ -59,14 +59,19 @@ Bf16Hardware bf16_hardware() {
 
 const char* bf16_hardware_name(Bf16Hardware hardware) {
   switch (hardware) {
-    case Bf16Hardware::amx: return "AMX-BF16";
-    case Bf16Hardware::avx512_bf16: return "AVX512-BF16";
-    case Bf16Hardware::none: break;
+    case Bf16Hardware::amx:
+      return "AMX-BF16";
+    case Bf16Hardware::avx512_bf16:
+      return "AVX512-BF16";
+    case Bf16Hardware::none:
+      break;
   }
   return "none";
 }
 
-MatmulPrecision matmul_precision() { return g_precision.load(std::memory_order_relaxed); }
+MatmulPrecision matmul_precision() {
+  return g_precision.load(std::memory_order_relaxed);
+}
 
 void check_matmul_precision_supported(MatmulPrecision precision) {
   check(precision != MatmulPrecision::bf16 || bf16_hardware() != Bf16Hardware::none,

@@ -19,7 +19,9 @@ using namespace vg;
 
 namespace {
 
-bool have_bf16() { return bf16_hardware() != Bf16Hardware::none; }
+bool have_bf16() {
+  return bf16_hardware() != Bf16Hardware::none;
+}
 
 std::vector<float> random_floats(int64_t n, Rng& rng) {
   std::vector<float> v(static_cast<size_t>(n));
@@ -133,7 +135,8 @@ void check_case(const Case& s) {
 // gradients with a long k cut in chunks of 512 terms) and attention heads (50 x 50 x 16..64).
 // They cover a remainder of 1 to 5 rows below the 6-row tiles, a last vector of 1 to 15 lanes,
 // 1 to 4 vectors across a panel, narrow C (16 wide or less, 12-row tiles), odd k and k = 1.
-TEST_CASE("gemm_bf16 matches a float64 reference within the bound of bf16 operands and float sums") {
+TEST_CASE(
+    "gemm_bf16 matches a float64 reference within the bound of bf16 operands and float sums") {
   if (!have_bf16()) {
     MESSAGE("skipped: this CPU has no AVX512-BF16");
     return;
@@ -188,8 +191,8 @@ TEST_CASE("gemm_bf16 rounds its operands exactly as to_bf16 does") {
               i % 4 == 0 ? specials[i / 4 % std::size(specials)] : float(rng.normal());
         }
         std::vector<float> got(m * n), want(m * n);
-        gemm_bf16_reference(ta, tb, m, n, k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f,
-                            want.data(), n);
+        gemm_bf16_reference(ta, tb, m, n, k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, want.data(),
+                            n);
         for (const Bf16Tiles tiles : runnable_tiles()) {
           CAPTURE(int(tiles));
           gemm_bf16(ta, tb, m, n, k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, got.data(), n,
@@ -202,14 +205,16 @@ TEST_CASE("gemm_bf16 rounds its operands exactly as to_bf16 does") {
       }
 }
 
-TEST_CASE("in bf16 mode the engine's float products are gemm_bf16's; fp32 and double stay as they were") {
+TEST_CASE(
+    "in bf16 mode the engine's float products are gemm_bf16's; fp32 and double stay as they were") {
   if (!have_bf16()) {
     MESSAGE("skipped: this CPU has no AVX512-BF16");
     return;
   }
   Rng rng(3);
   const int64_t m = 100, n = 40, k = 64;
-  const auto a = random_floats(m * k, rng), b = random_floats(n * k, rng), bias = random_floats(n, rng);
+  const auto a = random_floats(m * k, rng), b = random_floats(n * k, rng),
+             bias = random_floats(n, rng);
   std::vector<float> fp32(m * n), bf16(m * n), direct(m * n), small(m * n);
   gemm_bias(m, n, k, a.data(), b.data(), bias.data(), fp32.data());
   gemm_bf16(false, true, m, n, k, 1.0f, a.data(), k, b.data(), k, 0.0f, direct.data(), n,
@@ -242,7 +247,6 @@ TEST_CASE("a precision is fp32 or bf16; anything else is one clear error") {
   CHECK(parse_matmul_precision("fp32", "--amp") == MatmulPrecision::fp32);
   CHECK_THROWS_WITH_AS(parse_matmul_precision("fp16", "--amp"),
                        "--amp: 'fp16' is not a precision; expected fp32 or bf16", Error);
-  if (!have_bf16())
-    CHECK_THROWS_AS(set_matmul_precision(MatmulPrecision::bf16), Error);
+  if (!have_bf16()) CHECK_THROWS_AS(set_matmul_precision(MatmulPrecision::bf16), Error);
   CHECK(matmul_precision() == MatmulPrecision::fp32);
 }

@@ -4,15 +4,17 @@
 #include <doctest/doctest.h>
 
 #include <bit>
-#include <initializer_list>
 #include <cmath>
+#include <initializer_list>
 #include <limits>
 
 using namespace vg;
 
 namespace {
 
-bf16 round_bits(uint32_t float_bits) { return to_bf16(std::bit_cast<float>(float_bits)); }
+bf16 round_bits(uint32_t float_bits) {
+  return to_bf16(std::bit_cast<float>(float_bits));
+}
 
 }  // namespace
 
@@ -42,7 +44,8 @@ TEST_CASE("to_bf16 rounds subnormals to the nearest bf16 subnormal, without flus
   CHECK(round_bits(0x00008001) == 0x0001);
   CHECK(round_bits(0x00018000) == 0x0002);  // tie between 0x0001 and 0x0002: even
   CHECK(round_bits(0x00010000) == 0x0001);  // a bf16 subnormal stays
-  CHECK(round_bits(0x807FFFFF) == 0x8080);  // the largest subnormal rounds up to the smallest normal
+  CHECK(round_bits(0x807FFFFF) ==
+        0x8080);  // the largest subnormal rounds up to the smallest normal
   CHECK(from_bf16(0x0001) == std::ldexp(1.0f, -133));
 }
 

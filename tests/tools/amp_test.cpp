@@ -17,7 +17,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool have_bf16() { return vg::bf16_hardware() != vg::Bf16Hardware::none; }
+bool have_bf16() {
+  return vg::bf16_hardware() != vg::Bf16Hardware::none;
+}
 
 std::map<int64_t, double> losses_by_step(const fs::path& metrics) {
   std::map<int64_t, double> out;
@@ -62,7 +64,7 @@ TEST_CASE("a short run with --amp bf16 follows the fp32 run's losses") {
     worst = std::max(worst, std::abs(loss - losses["bf16"].at(step)));
   INFO("largest loss gap ", worst, ", at step 1 ", first_gap);
   CHECK(worst < 0.005);
-  CHECK(first_gap > 0);  // the products really were bf16
+  CHECK(first_gap > 0);                                  // the products really were bf16
   CHECK(losses["bf16"][30] < losses["bf16"][1] - 0.05);  // and it learns
 }
 
@@ -79,7 +81,8 @@ TEST_CASE("train --amp bf16 N steps, resume, N more == 2N steps without stopping
   auto first = vitgrad(recipe + "--steps 3 --out " + (dir / "c").string());
   REQUIRE(first.exit_code == 0);
   // --threads differs on purpose: the products give the same bits on any thread count.
-  auto c = vitgrad("train --resume " + (dir / "c" / "last.json").string() + " --steps 6 --threads 1");
+  auto c =
+      vitgrad("train --resume " + (dir / "c" / "last.json").string() + " --steps 6 --threads 1");
   INFO(c.err);
   REQUIRE(c.exit_code == 0);
   const auto ja = nlohmann::json::parse(read_text(dir / "a" / "last.json"));
