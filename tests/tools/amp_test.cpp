@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -66,6 +67,24 @@ TEST_CASE("a short run with --amp bf16 follows the fp32 run's losses") {
   CHECK(worst < 0.005);
   CHECK(first_gap > 0);                                  // the products really were bf16
   CHECK(losses["bf16"][30] < losses["bf16"][1] - 0.05);  // and it learns
+}
+
+TEST_CASE("a config file's train section sets \"amp\": \"bf16\"") {
+  if (!have_bf16()) {
+    MESSAGE("skipped: this CPU has no bf16 units");
+    return;
+  }
+  const fs::path dir = fresh_dir("amp_config");
+  std::ofstream(dir / "recipe.json")
+      << R"({"model": {"depth": 1, "embed_dim": 16, "num_heads": 2},
+            "train": {"amp": "bf16", "data": "synthetic", "synthetic_train": 40,
+                      "synthetic_test": 10, "batch": 20, "steps": 2}})";
+  const auto r = vitgrad("train --config " + (dir / "recipe.json").string() + " --out " +
+                         (dir / "run").string());
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto config = nlohmann::json::parse(read_text(dir / "run" / "config.json"));
+  CHECK(config.dump().find("\"amp\":\"bf16\"") != std::string::npos);
 }
 
 TEST_CASE("train --amp bf16 N steps, resume, N more == 2N steps without stopping (bitwise)") {
