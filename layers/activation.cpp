@@ -5,7 +5,6 @@ namespace vg::nn {
 GELU::GELU(GeluApprox approx) : Module("GELU"), approx_(approx) {}
 
 Tensor GELU::forward(const Tensor& x) {
-  auto scope = enter();
   return gelu(x, approx_);
 }
 

@@ -11,8 +11,7 @@ class GELU : public Module {
   // none: the exact erf form (timm's nn.GELU() default); tanh: the approximation.
   explicit GELU(GeluApprox approx = GeluApprox::none);
 
-  Tensor forward(const Tensor& x);
-  Tensor operator()(const Tensor& x) { return forward(x); }
+  Tensor forward(const Tensor& x) override;
 
   // Per element: 8 for the erf form, 10 for the tanh form (the counts the op records).
   double flop_count(const Shape& input_shape) const override;

@@ -13,7 +13,6 @@ Dropout::Dropout(double p, std::shared_ptr<Rng> rng)
 }
 
 Tensor Dropout::forward(const Tensor& x) {
-  auto scope = enter();
   if (!active()) return x;
   return dropout(x, p_, *rng_, true);
 }
@@ -35,7 +34,6 @@ std::string DropPath::describe() const {
 }
 
 Tensor DropPath::forward(const Tensor& x) {
-  auto scope = enter();
   if (!is_training() || drop_prob_ == 0) return x;
   check(x.dim() >= 1, describe(), ": input must have a batch axis, got shape ",
         shape_str(x.shape()));

@@ -25,7 +25,6 @@ void GlobalResponseNorm::check_input(const Shape& input_shape) const {
 }
 
 Tensor GlobalResponseNorm::forward(const Tensor& x) {
-  auto scope = enter();
   check_input(x.shape());
   return global_response_norm(x, gamma_, beta_, eps_);
 }

@@ -16,7 +16,6 @@ std::string LayerScale::describe() const {
 }
 
 Tensor LayerScale::forward(const Tensor& x) {
-  auto scope = enter();
   check_channels(describe(), x.shape(), -1, dim_);
   // Out of place (never timm's inplace mul_): x may be saved for another op's backward.
   return channel_affine(x, gamma_);

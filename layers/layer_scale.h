@@ -16,8 +16,7 @@ class LayerScale : public Module {
   explicit LayerScale(int64_t dim, double init_value = 1e-4);
 
   // x (..., dim) -> x * gamma; any other last axis is a vg::Error.
-  Tensor forward(const Tensor& x);
-  Tensor operator()(const Tensor& x) { return forward(x); }
+  Tensor forward(const Tensor& x) override;
 
   // num_tokens * dim, num_tokens being every axis but the last.
   double flop_count(const Shape& input_shape) const override;

@@ -17,7 +17,7 @@ Tensor initial_scale(int64_t num_channels, Rng& rng, bool ones_init) {
 // --- LearnableScaler (channels last) -------------------------------------------------------
 
 LearnableScaler::LearnableScaler(int64_t num_channels, Rng& rng, bool ones_init)
-    : Module("LearnableScaler"), num_channels_(num_channels) {
+    : TokenNorm("LearnableScaler"), num_channels_(num_channels) {
   check(num_channels > 0, describe(), ": num_channels must be positive");
   a_ = register_parameter("a", initial_scale(num_channels, rng, ones_init),
                           {.no_weight_decay = true});
@@ -28,8 +28,11 @@ std::string LearnableScaler::describe() const {
   return cat_str("LearnableScaler(num_channels=", num_channels_, ")");
 }
 
+ChannelMap LearnableScaler::channel_map() const {
+  return {.kind = ChannelMap::Kind::affine, .scale = a_, .shift = b_};
+}
+
 Tensor LearnableScaler::forward(const Tensor& x) {
-  auto scope = enter();
   check_channels(describe(), x.shape(), -1, num_channels_);
   return channel_affine(x, a_, b_);
 }
@@ -69,7 +72,6 @@ void LearnableScaler2d::check_input(const Shape& input_shape) const {
 }
 
 Tensor LearnableScaler2d::forward(const Tensor& x) {
-  auto scope = enter();
   check_input(x.shape());
   // Rare (channels-first is not the engine's layout), so plain broadcast ops suffice.
   const Shape per_channel{1, num_channels_, 1, 1};

@@ -47,6 +47,11 @@ void Module::insert_module_after(const std::string& after, const std::string& na
   throw Error(cat_str(type_name_, ": no child module '", after, "' to insert after"));
 }
 
+Tensor Module::run(const std::function<Tensor()>& body) const {
+  ModuleScope scope(name_);
+  return body();
+}
+
 void Module::collect_parameters(const std::string& prefix, ParameterList& out) const {
   for (const Entry& e : parameters_)
     out.push_back({prefix + e.name, e.tensor, e.tags.no_weight_decay});

@@ -5,10 +5,12 @@
 // A subclass registers what it owns in its constructor:
 //   gamma_ = register_parameter("gamma", full({dim}, init_value), {.no_weight_decay = true});
 //   attn_ = register_module("attn", std::make_shared<Attention>(...));
-// and opens a scope in its forward:
-//   Tensor forward(const Tensor& x) { auto scope = enter(); ... }
+// and says what it computes in `forward`. Modules are called as `module(x)` (PyTorch's
+// __call__): that runs forward inside the module's scope, so the ops it records carry its
+// path, and a ForwardTrace sees what it ran.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -59,6 +61,16 @@ class Module {
   // parameter sees the new dtype.
   void to(DType dtype);
 
+  // What the module computes (each layer documents its shapes). Call `module(x)` rather
+  // than forward(x) from a parent, so that the ops are recorded under the module's path.
+  virtual Tensor forward(const Tensor& x) = 0;
+  Tensor operator()(const Tensor& x) {
+    return run([&] { return forward(x); });
+  }
+  // Runs `body` as this module (its path scope open): operator() for forwards that take
+  // more than one argument, e.g. `block.run([&] { return block.forward(x, aux, &extra); })`.
+  Tensor run(const std::function<Tensor()>& body) const;
+
   StateDict state_dict() const;
   // Copies values into the existing parameters. Strict: a missing, extra or misshaped entry
   // is a vg::Error naming it, and nothing is changed unless every entry is valid.
@@ -82,8 +94,6 @@ class Module {
   // summaries follow (e.g. LayerScale inserted into a built block).
   void insert_module_after(const std::string& after, const std::string& name,
                            std::shared_ptr<Module> module);
-  // Opens the module-path scope of a forward call: `auto scope = enter();`.
-  ModuleScope enter() const { return ModuleScope(name_); }
 
  private:
   void add_child(const std::string& name, std::shared_ptr<Module> module);

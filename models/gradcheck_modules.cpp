@@ -187,6 +187,9 @@ std::vector<GradcheckCase> module_gradcheck_cases() {
   c.push_back(layer<PatchEmbed>("PatchEmbed", {2, 8, 8, 2}, [](Rng& rng) {
     return std::make_shared<PatchEmbed>(8, 4, 2, 6, rng);
   }));
+  c.push_back(layer<PatchProjection>("PatchProjection", {2, 4, 32}, [](Rng& rng) {
+    return std::make_shared<PatchProjection>(2, 6, 4, rng);
+  }));
   for (const double p : {0.0, 0.5}) {
     const std::string variant = p == 0 ? "" : ":training";  // p 0: the identity
     c.push_back(masked<DropPath>("DropPath" + variant, p, {4, 3, 2}));

@@ -44,30 +44,29 @@ Tensor ViT::forward(const Tensor& images) {
 }
 
 Tensor ViT::forward(const Tensor& images, const AuxLossConfig& aux, Tensor* extra) {
-  auto scope = enter();
-  Tensor x = patch_embed_->forward(images);  // (B, N, E)
+  Tensor x = (*patch_embed_)(images);  // (B, N, E)
   const int64_t B = x.size(0);
   // timm's order: the class token goes first, then the positional embedding is added.
   x = cat({broadcast_to(cls_token_, {B, 1, config_.embed_dim}), x}, 1);
-  x = pos_drop_->forward(add(x, pos_embed_));
+  x = (*pos_drop_)(add(x, pos_embed_));
   if (extra) *extra = Tensor();
   for (size_t i = 0; i < blocks_.size(); ++i) {
     if (!extra || !aux.any()) {
-      x = blocks_[i]->forward(x);
+      x = (*blocks_[i])(x);
       continue;
     }
     nn::BlockAuxLoss block_aux{aux.feature_decay, aux.feature_threshold,
                                int64_t(i) < aux.attn_layers ? aux.attn_extra_loss : 0.0};
-    x = blocks_[i]->forward(x, block_aux, extra);
+    x = (*blocks_[i])(x, block_aux, extra);
   }
   if (extra && !extra->defined()) *extra = zeros({}, x.dtype());
   if (config_.global_pool == "token") {
-    x = select(nn::apply_norm(*norm_, x), 1, 0);  // the class token after the final norm
+    x = select((*norm_)(x), 1, 0);  // the class token after the final norm
   } else {
     x = mean(slice(x, 1, 1, x.size(1)), {1});  // patch tokens only, as timm
-    x = nn::apply_norm(*norm_, x);
+    x = (*norm_)(x);
   }
-  return head_->forward(x);
+  return (*head_)(x);
 }
 
 void ViT::add_layerscale(double init_value) {

@@ -75,10 +75,16 @@ class Stack : public Module {
       blocks.push_back(register_module(
           "blocks." + std::to_string(i),
           std::make_shared<Block>(8, 2, 2.0, true, norm, 0.0, true, 0.0, 0.0, rng, nullptr)));
-    register_module("head", std::make_shared<nn::Linear>(8, 3, true, rng));
+    head = register_module("head", std::make_shared<nn::Linear>(8, 3, true, rng));
+  }
+  Tensor forward(const Tensor& x) override {
+    Tensor h = x;
+    for (const auto& block : blocks) h = (*block)(h);
+    return (*head)(h);
   }
   double flop_count(const Shape&) const override { return 0; }
   std::vector<std::shared_ptr<Block>> blocks;
+  std::shared_ptr<nn::Linear> head;
 };
 
 }  // namespace
@@ -263,7 +269,7 @@ TEST_CASE("Block with auxiliary losses: same output, extra = weighted hinge + pe
     CHECK(with[i] == doctest::Approx(plain[i]).epsilon(1e-12));
   // Rebuild the expected value from the block's pieces.
   Tensor probs;
-  Tensor branch = block.attn().forward(nn::apply_norm(block.norm1(), x), &probs);
+  Tensor branch = block.attn().forward(block.norm1()(x), &probs);
   Tensor h = x + branch;
   Tensor y = block.forward(x);
   const double want = 0.25 * attention_peak_loss(probs).item() +

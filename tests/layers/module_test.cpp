@@ -14,19 +14,28 @@ namespace {
 // A two-level tree: an own parameter, a Linear "inner" and, below "stage", a LayerScale.
 class Stage : public Module {
  public:
-  Stage() : Module("Stage") { register_module("scale", std::make_shared<nn::LayerScale>(2, 0.5)); }
+  Stage() : Module("Stage") {
+    scale = register_module("scale", std::make_shared<nn::LayerScale>(2, 0.5));
+  }
+  Tensor forward(const Tensor& x) override { return (*scale)(x); }
   double flop_count(const Shape&) const override { return 0; }
+  std::shared_ptr<nn::LayerScale> scale;
 };
 
 class Toy : public Module {
  public:
   Toy() : Module("Toy") {
     Rng rng(1);
-    register_parameter("offset", full({2}, 3.0), {.no_weight_decay = true});
-    register_module("inner", std::make_shared<nn::Linear>(3, 2, true, rng));
-    register_module("stage", std::make_shared<Stage>());
+    offset = register_parameter("offset", full({2}, 3.0), {.no_weight_decay = true});
+    inner = register_module("inner", std::make_shared<nn::Linear>(3, 2, true, rng));
+    stage = register_module("stage", std::make_shared<Stage>());
   }
+  // x (..., 3) -> stage(inner(x)) + offset.
+  Tensor forward(const Tensor& x) override { return add((*stage)((*inner)(x)), offset); }
   double flop_count(const Shape&) const override { return 0; }
+  Tensor offset;
+  std::shared_ptr<nn::Linear> inner;
+  std::shared_ptr<Stage> stage;
   void add_twice() { register_parameter("offset", zeros({1})); }
 };
 
@@ -116,4 +125,18 @@ TEST_CASE(
   toy.load_state_dict(missing, /*strict=*/false);
   CHECK(values(toy.named_parameters()[0].tensor) == std::vector<double>{9, 9});
   CHECK_THROWS_AS(toy.load_state_dict(misshaped, false), Error);
+}
+
+TEST_CASE("Calling a module records its ops under its path; forward alone adds no scope") {
+  Toy toy;
+  const Tensor y = toy(ones({4, 3}));
+  // add (the root, path "") <- stage.scale's channel_affine <- inner's linear.
+  REQUIRE(y.grad_fn());
+  CHECK(y.grad_fn()->module == "");
+  const auto& scaled = y.grad_fn()->inputs[0].node;
+  REQUIRE(scaled);
+  CHECK(scaled->module == "stage.scale");
+  REQUIRE(scaled->inputs[0].node);
+  CHECK(scaled->inputs[0].node->module == "inner");
+  CHECK(current_module_path().empty());
 }

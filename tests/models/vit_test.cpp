@@ -46,9 +46,9 @@ Tensor reference_forward(ViT& model, const Tensor& images) {
   for (int64_t i = 0; i < model.depth(); ++i) x = model.block(i)(x);
   Tensor pooled;
   if (model.config().global_pool == "token")
-    pooled = select(nn::apply_norm(submodule(model, "norm"), x), 1, 0);
+    pooled = select(submodule(model, "norm")(x), 1, 0);
   else
-    pooled = nn::apply_norm(submodule(model, "fc_norm"), mean(slice(x, 1, 1, T + 1), {1}));
+    pooled = submodule(model, "fc_norm")(mean(slice(x, 1, 1, T + 1), {1}));
   return submodule<nn::Linear>(model, "head")(pooled);
 }
 
