@@ -13,9 +13,6 @@ class GELU : public Module {
 
   Tensor forward(const Tensor& x) override;
 
-  // Per element: 8 for the erf form, 10 for the tanh form (the counts the op records).
-  double flop_count(const Shape& input_shape) const override;
-
   GeluApprox approx() const { return approx_; }
 
  private:

@@ -50,16 +50,4 @@ Tensor Attention::attend(const Tensor& qkv, Tensor* probs) const {
   return permute(matmul(*probs, v), {0, 2, 1, 3}).reshape({B, T, dim_});
 }
 
-double Attention::flop_count(const Shape& s) const {
-  check_input(s);
-  const double B = double(s[0]), T = double(s[1]);
-  return qkv_->flop_count(s) + proj_->flop_count(s) + 4.0 * B * T * T * double(dim_) +
-         5.0 * B * double(num_heads_) * T * T;
-}
-
-Shape Attention::output_shape(const Shape& s) const {
-  check_input(s);
-  return s;
-}
-
 }  // namespace vg::nn

@@ -32,10 +32,6 @@ class Attention : public Module {
   // The check forward runs first: x must be (B, T, dim).
   void check_input(const Shape& input_shape) const;
 
-  // qkv and proj products plus 4*B*H*T*T*hd for the two attention products and the softmax.
-  double flop_count(const Shape& input_shape) const override;
-  Shape output_shape(const Shape& input_shape) const override;
-
   int64_t dim() const { return dim_; }
   int64_t num_heads() const { return num_heads_; }
   Linear& qkv() { return *qkv_; }

@@ -52,16 +52,6 @@ Tensor Block::forward(const Tensor& x, const BlockAuxLoss& aux, Tensor* extra) {
   return y;
 }
 
-double Block::flop_count(const Shape& s) const {
-  const double elements = double(shape_numel(s));
-  // Each norm: LayerNorm 8 or LearnableScaler 2 per element (their own counts).
-  double flops = norm1_->flop_count(s) + norm2_->flop_count(s) + attn_->flop_count(s) +
-                 mlp_->flop_count(s) + 2 * elements;  // two residual adds
-  if (ls1_) flops += ls1_->flop_count(s) + ls2_->flop_count(s);
-  flops += drop_path1_->flop_count(s) + drop_path2_->flop_count(s);
-  return flops;
-}
-
 void Block::add_layerscale(double init_value) {
   check(!ls1_, "Block.add_layerscale: the block already has LayerScale");
   check(init_value != 0, "Block.add_layerscale: init_value must not be 0");

@@ -43,8 +43,6 @@ class Block : public Module {
     return run([&] { return forward(x, aux, extra); });
   }
 
-  double flop_count(const Shape& input_shape) const override;
-
   // Inserts ls1 and ls2 (gamma = init_value) into a block built without them.
   void add_layerscale(double init_value);
   bool has_layerscale() const { return ls1_ != nullptr; }

@@ -17,10 +17,6 @@ Tensor Dropout::forward(const Tensor& x) {
   return dropout(x, p_, *rng_, true);
 }
 
-double Dropout::flop_count(const Shape& input_shape) const {
-  return active() ? double(shape_numel(input_shape)) : 0.0;
-}
-
 // --- DropPath --------------------------------------------------------------------------------
 
 DropPath::DropPath(double drop_prob, std::shared_ptr<Rng> rng)
@@ -49,10 +45,6 @@ Tensor DropPath::forward(const Tensor& x) {
     for (int64_t b = 0; b < x.size(0); ++b) m[b] = rng_->bernoulli(keep) ? T(1.0 / keep) : T(0);
   });
   return mul(x, mask);
-}
-
-double DropPath::flop_count(const Shape& input_shape) const {
-  return is_training() && drop_prob_ > 0 ? double(shape_numel(input_shape)) : 0.0;
 }
 
 }  // namespace vg::nn

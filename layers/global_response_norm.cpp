@@ -29,18 +29,4 @@ Tensor GlobalResponseNorm::forward(const Tensor& x) {
   return global_response_norm(x, gamma_, beta_, eps_);
 }
 
-double GlobalResponseNorm::flop_count(const Shape& input_shape) const {
-  check_input(input_shape);
-  return flop_count(num_rows(input_shape));
-}
-
-double GlobalResponseNorm::flop_count(int64_t num_tokens) const {
-  return 6.0 * double(num_tokens) * dim_;
-}
-
-Shape GlobalResponseNorm::output_shape(const Shape& input_shape) const {
-  check_input(input_shape);
-  return input_shape;
-}
-
 }  // namespace vg::nn

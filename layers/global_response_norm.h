@@ -19,11 +19,6 @@ class GlobalResponseNorm : public Module {
   // x (B, spatial..., dim) with at least one spatial axis: (B, T, C) or (B, H, W, C).
   Tensor forward(const Tensor& x) override;
 
-  // 6 * num_tokens * dim, num_tokens = B x spatial (square and sum 2, affine and residual 4).
-  double flop_count(const Shape& input_shape) const override;
-  double flop_count(int64_t num_tokens) const;
-  Shape output_shape(const Shape& input_shape) const override;
-
   const Tensor& gamma() const { return gamma_; }
   const Tensor& beta() const { return beta_; }
   int64_t dim() const { return dim_; }

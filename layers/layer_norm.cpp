@@ -25,14 +25,4 @@ Tensor LayerNorm::forward(const Tensor& x) {
   return layer_norm(x, weight_, bias_, eps_);
 }
 
-double LayerNorm::flop_count(const Shape& input_shape) const {
-  check_channels(describe(), input_shape, -1, dim_);
-  return 8.0 * double(shape_numel(input_shape));
-}
-
-Shape LayerNorm::output_shape(const Shape& input_shape) const {
-  check_channels(describe(), input_shape, -1, dim_);
-  return input_shape;
-}
-
 }  // namespace vg::nn

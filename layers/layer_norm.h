@@ -16,10 +16,6 @@ class LayerNorm : public TokenNorm {
   // x (..., dim) -> (..., dim), normalised per row.
   Tensor forward(const Tensor& x) override;
 
-  // About 8 per element: mean, centre, square and sum, scale by rstd, weight and bias.
-  double flop_count(const Shape& input_shape) const override;
-  Shape output_shape(const Shape& input_shape) const override;
-
   const Tensor& weight() const { return weight_; }
   const Tensor& bias() const { return bias_; }
   int64_t dim() const override { return dim_; }

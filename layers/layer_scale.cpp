@@ -21,18 +21,4 @@ Tensor LayerScale::forward(const Tensor& x) {
   return channel_affine(x, gamma_);
 }
 
-double LayerScale::flop_count(const Shape& input_shape) const {
-  check_channels(describe(), input_shape, -1, dim_);
-  return flop_count(num_rows(input_shape));
-}
-
-double LayerScale::flop_count(int64_t num_tokens) const {
-  return double(num_tokens) * dim_;
-}
-
-Shape LayerScale::output_shape(const Shape& input_shape) const {
-  check_channels(describe(), input_shape, -1, dim_);
-  return input_shape;
-}
-
 }  // namespace vg::nn

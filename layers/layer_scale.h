@@ -18,11 +18,6 @@ class LayerScale : public Module {
   // x (..., dim) -> x * gamma; any other last axis is a vg::Error.
   Tensor forward(const Tensor& x) override;
 
-  // num_tokens * dim, num_tokens being every axis but the last.
-  double flop_count(const Shape& input_shape) const override;
-  double flop_count(int64_t num_tokens) const;
-  Shape output_shape(const Shape& input_shape) const override;
-
   const Tensor& gamma() const { return gamma_; }
   int64_t dim() const { return dim_; }
   double init_value() const { return init_value_; }

@@ -37,20 +37,6 @@ Tensor LearnableScaler::forward(const Tensor& x) {
   return channel_affine(x, a_, b_);
 }
 
-double LearnableScaler::flop_count(const Shape& input_shape) const {
-  check_channels(describe(), input_shape, -1, num_channels_);
-  return flop_count(num_rows(input_shape));
-}
-
-double LearnableScaler::flop_count(int64_t num_tokens) const {
-  return 2.0 * double(num_tokens) * num_channels_;
-}
-
-Shape LearnableScaler::output_shape(const Shape& input_shape) const {
-  check_channels(describe(), input_shape, -1, num_channels_);
-  return input_shape;
-}
-
 // --- LearnableScaler2d (channels first) ----------------------------------------------------
 
 LearnableScaler2d::LearnableScaler2d(int64_t num_channels, Rng& rng, bool ones_init)
@@ -76,16 +62,6 @@ Tensor LearnableScaler2d::forward(const Tensor& x) {
   // Rare (channels-first is not the engine's layout), so plain broadcast ops suffice.
   const Shape per_channel{1, num_channels_, 1, 1};
   return add(mul(x, a_.reshape(per_channel)), b_.reshape(per_channel));
-}
-
-double LearnableScaler2d::flop_count(const Shape& input_shape) const {
-  check_input(input_shape);
-  return 2.0 * double(shape_numel(input_shape));
-}
-
-Shape LearnableScaler2d::output_shape(const Shape& input_shape) const {
-  check_input(input_shape);
-  return input_shape;
 }
 
 }  // namespace vg::nn

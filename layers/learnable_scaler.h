@@ -19,11 +19,6 @@ class LearnableScaler : public TokenNorm {
 
   Tensor forward(const Tensor& x) override;
 
-  // 2 * num_tokens * C, num_tokens being every axis but the last.
-  double flop_count(const Shape& input_shape) const override;
-  double flop_count(int64_t num_tokens) const;
-  Shape output_shape(const Shape& input_shape) const override;
-
   const Tensor& a() const { return a_; }
   const Tensor& b() const { return b_; }
   int64_t num_channels() const { return num_channels_; }
@@ -43,10 +38,6 @@ class LearnableScaler2d : public Module {
   LearnableScaler2d(int64_t num_channels, Rng& rng, bool ones_init = false);
 
   Tensor forward(const Tensor& x) override;
-
-  // 2 * B * H * W * C.
-  double flop_count(const Shape& input_shape) const override;
-  Shape output_shape(const Shape& input_shape) const override;
 
   const Tensor& a() const { return a_; }
   const Tensor& b() const { return b_; }

@@ -27,17 +27,4 @@ Tensor Linear::forward(const Tensor& x) {
   return linear(x, weight_, bias_);
 }
 
-double Linear::flop_count(const Shape& input_shape) const {
-  check_input(input_shape);
-  const double rows = double(num_rows(input_shape));
-  return 2.0 * rows * in_features_ * out_features_ + (bias_.defined() ? rows * out_features_ : 0);
-}
-
-Shape Linear::output_shape(const Shape& input_shape) const {
-  check_input(input_shape);
-  Shape out = input_shape;
-  out.back() = out_features_;
-  return out;
-}
-
 }  // namespace vg::nn

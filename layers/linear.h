@@ -17,10 +17,6 @@ class Linear : public Module {
   // x (..., in_features) -> (..., out_features).
   Tensor forward(const Tensor& x) override;
 
-  // 2 * rows * in * out, plus rows * out for the bias.
-  double flop_count(const Shape& input_shape) const override;
-  Shape output_shape(const Shape& input_shape) const override;
-
   const Tensor& weight() const { return weight_; }
   const Tensor& bias() const { return bias_; }  // undefined when built without bias
   int64_t in_features() const { return in_features_; }

@@ -19,12 +19,4 @@ Tensor Mlp::forward(const Tensor& x) {
   return (*drop2_)((*fc2_)(h));
 }
 
-double Mlp::flop_count(const Shape& s) const {
-  const Shape hidden = fc1_->output_shape(s);
-  double flops = fc1_->flop_count(s) + act_->flop_count(hidden) + drop1_->flop_count(hidden) +
-                 fc2_->flop_count(hidden) + drop2_->flop_count(s);
-  if (grn_) flops += grn_->flop_count(hidden);
-  return flops;
-}
-
 }  // namespace vg::nn

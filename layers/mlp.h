@@ -25,9 +25,6 @@ class Mlp : public Module {
   // act, GRN and fc2 run as one engine op (layers/fusion.h).
   Tensor forward(const Tensor& x) override;
 
-  double flop_count(const Shape& input_shape) const override;
-  Shape output_shape(const Shape& input_shape) const override { return input_shape; }
-
   Linear& fc1() { return *fc1_; }
   Linear& fc2() { return *fc2_; }
   GELU& act() { return *act_; }

@@ -30,6 +30,29 @@ struct ParameterTags {
 // Name -> tensor, sorted by name (the order JSON checkpoints use).
 using StateDict = std::map<std::string, Tensor>;
 
+// While alive, notes on its thread every module call (module(x) or run): the module's path,
+// type, output shape and forward FLOPs (as the ops count them at run time, its children's
+// included). `vitgrad summary` builds its table from one traced forward pass, so the table
+// shows what the code ran.
+class ForwardTrace {
+ public:
+  struct Call {
+    std::string path, type;
+    Shape output;
+    double flops = 0;
+  };
+  ForwardTrace();
+  ~ForwardTrace();
+  ForwardTrace(const ForwardTrace&) = delete;
+  ForwardTrace& operator=(const ForwardTrace&) = delete;
+  const std::vector<Call>& calls() const { return calls_; }  // in the order they began
+
+ private:
+  friend class Module;
+  ForwardTrace* previous_;
+  std::vector<Call> calls_;
+};
+
 class Module {
  public:
   explicit Module(std::string type_name) : type_name_(std::move(type_name)) {}
@@ -75,11 +98,6 @@ class Module {
   // Copies values into the existing parameters. Strict: a missing, extra or misshaped entry
   // is a vg::Error naming it, and nothing is changed unless every entry is valid.
   void load_state_dict(const StateDict& state, bool strict = true);
-
-  // Forward FLOPs for an input of the given shape, summed over what the module runs.
-  virtual double flop_count(const Shape& input_shape) const = 0;
-  // The output shape for an input shape (for summaries); checks like forward does.
-  virtual Shape output_shape(const Shape& input_shape) const { return input_shape; }
 
  protected:
   Tensor register_parameter(const std::string& name, Tensor value, ParameterTags tags = {});

@@ -54,15 +54,4 @@ Tensor PatchEmbed::forward(const Tensor& images) {
   return (*proj_)(patchify(images, patch_size_));
 }
 
-double PatchEmbed::flop_count(const Shape& s) const {
-  check_input(s);
-  const double rows = double(s[0]) * double(num_patches());
-  return rows * (2.0 * double(in_chans_ * patch_size_ * patch_size_) + 1.0) * double(embed_dim_);
-}
-
-Shape PatchEmbed::output_shape(const Shape& s) const {
-  check_input(s);
-  return {s[0], num_patches(), embed_dim_};
-}
-
 }  // namespace vg::nn

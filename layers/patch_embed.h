@@ -20,7 +20,6 @@ class PatchProjection : public Module {
   PatchProjection(int64_t in_chans, int64_t embed_dim, int64_t patch_size, Rng& rng);
   // patches (B, N, C*p*p), each flattened as patchify does -> (B, N, E).
   Tensor forward(const Tensor& patches) override;
-  double flop_count(const Shape&) const override { return 0; }  // counted by PatchEmbed
   const Tensor& weight() const { return weight_; }
   const Tensor& bias() const { return bias_; }
 
@@ -37,9 +36,6 @@ class PatchEmbed : public Module {
   // images (B, img_size, img_size, in_chans) -> tokens (B, num_patches, embed_dim), in
   // row-major patch order.
   Tensor forward(const Tensor& images) override;
-
-  double flop_count(const Shape& input_shape) const override;
-  Shape output_shape(const Shape& input_shape) const override;
 
   int64_t num_patches() const { return (img_size_ / patch_size_) * (img_size_ / patch_size_); }
   int64_t patch_size() const { return patch_size_; }

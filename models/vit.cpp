@@ -80,22 +80,4 @@ void ViT::add_layerscale(double init_value) {
   config_ = changed;
 }
 
-double ViT::flop_count(const Shape& s) const {
-  const Shape tokens = patch_embed_->output_shape(s);
-  const Shape seq{tokens[0], tokens[1] + 1, tokens[2]};
-  double flops = patch_embed_->flop_count(s) + double(shape_numel(seq));  // + pos_embed
-  for (const auto& block : blocks_) flops += block->flop_count(seq);
-  const Shape pooled{s[0], config_.embed_dim};
-  flops += norm_->flop_count(config_.global_pool == "token" ? seq : pooled);
-  // avg pooling: the mean over the patch tokens is a sum and one scale per output.
-  if (config_.global_pool == "avg") flops += double(shape_numel(tokens) + shape_numel(pooled));
-  flops += head_->flop_count(pooled);
-  return flops;
-}
-
-Shape ViT::output_shape(const Shape& s) const {
-  patch_embed_->output_shape(s);  // checks the images' shape
-  return {s[0], config_.num_classes};
-}
-
 }  // namespace vg

@@ -41,9 +41,6 @@ class ViT : public nn::Module {
   // scalar; zero when `aux` turns none on).
   Tensor forward(const Tensor& images, const AuxLossConfig& aux, Tensor* extra);
 
-  double flop_count(const Shape& input_shape) const override;
-  Shape output_shape(const Shape& input_shape) const override;
-
   const ViTConfig& config() const { return config_; }
   // The generator behind every dropout and drop-path mask (saved in checkpoints).
   Rng& dropout_rng() { return *dropout_rng_; }

@@ -106,17 +106,15 @@ TEST_CASE("Mlp counts fc1, GELU, GRN and fc2, as the forward records") {
   Mlp mlp(8, 16, true, 0.0, rng);
   // rows = 2*5: fc1 2*10*8*16 + 10*16, GELU 8*10*16, GRN 6*10*16, fc2 2*10*16*8 + 10*8.
   const double expected = (2560 + 160) + 1280 + 960 + (2560 + 80);
-  CHECK(mlp.flop_count(Shape{2, 5, 8}) == expected);
   FlopCounter flops;
   mlp(zeros({2, 5, 8}));
   CHECK(flops.total() == expected);
 }
 
-TEST_CASE("Mlp without GRN counts fc1, GELU and fc2, as the fused forward records") {
+TEST_CASE("Mlp without GRN counts fc1, GELU and fc2, as the forward records") {
   Rng rng(1);
   Mlp mlp(8, 16, false, 0.0, rng);
   const double expected = (2560 + 160) + 1280 + (2560 + 80);
-  CHECK(mlp.flop_count(Shape{2, 5, 8}) == expected);
   FlopCounter flops;
   mlp(zeros({2, 5, 8}));
   CHECK(flops.total() == expected);
@@ -127,5 +125,4 @@ TEST_CASE("Mlp rejects an input whose last axis is not dim") {
   Mlp mlp(8, 16, true, 0.0, rng);
   CHECK_THROWS_WITH_AS(mlp(zeros({2, 5, 4})), doctest::Contains("input last axis is 4, expected 8"),
                        Error);
-  CHECK_THROWS_AS(mlp.flop_count(Shape{2, 5, 4}), Error);
 }

@@ -18,7 +18,6 @@ class Stage : public Module {
     scale = register_module("scale", std::make_shared<nn::LayerScale>(2, 0.5));
   }
   Tensor forward(const Tensor& x) override { return (*scale)(x); }
-  double flop_count(const Shape&) const override { return 0; }
   std::shared_ptr<nn::LayerScale> scale;
 };
 
@@ -32,7 +31,6 @@ class Toy : public Module {
   }
   // x (..., 3) -> stage(inner(x)) + offset.
   Tensor forward(const Tensor& x) override { return add((*stage)((*inner)(x)), offset); }
-  double flop_count(const Shape&) const override { return 0; }
   Tensor offset;
   std::shared_ptr<nn::Linear> inner;
   std::shared_ptr<Stage> stage;
@@ -139,4 +137,26 @@ TEST_CASE("Calling a module records its ops under its path; forward alone adds n
   REQUIRE(scaled->inputs[0].node);
   CHECK(scaled->inputs[0].node->module == "inner");
   CHECK(current_module_path().empty());
+}
+
+TEST_CASE("ForwardTrace notes each module call: path, type, output shape and FLOPs as run") {
+  Toy toy;
+  nn::ForwardTrace trace;
+  toy(ones({4, 3}));
+  // inner: 2*4*3*2 + 4*2 (bias) = 56; stage.scale: one multiply per element, 8; the root's
+  // add of offset: 8 more.
+  std::vector<std::string> seen;
+  for (const auto& call : trace.calls())
+    seen.push_back(
+        cat_str(call.path, ":", call.type, ":", shape_str(call.output), ":", call.flops));
+  CHECK(seen == std::vector<std::string>{":Toy:[4,2]:72", "inner:Linear:[4,2]:56",
+                                         "stage:Stage:[4,2]:8", "stage.scale:LayerScale:[4,2]:8"});
+  // A forward outside any trace notes nothing.
+  const size_t calls = trace.calls().size();
+  {
+    nn::ForwardTrace inner_trace;
+    toy(ones({1, 3}));
+    CHECK(inner_trace.calls().size() == 4);
+  }
+  CHECK(trace.calls().size() == calls);
 }

@@ -242,7 +242,7 @@ TEST_CASE("ViT of depth 1 and depth 48 builds, runs forward and backward") {
   }
 }
 
-TEST_CASE("ViT counts the FLOPs its forward records, for both poolings") {
+TEST_CASE("ViT's traced parts account for every FLOP of its forward, for both poolings") {
   for (const std::string pool : {"token", "avg"}) {
     INFO("global_pool ", pool);
     ViTConfig config = small_config(2);
@@ -250,11 +250,17 @@ TEST_CASE("ViT counts the FLOPs its forward records, for both poolings") {
     config.layerscale = "0.1";
     config.grn = true;
     ViT model(config);
-    const Shape images{2, 28, 28, 1};
+    nn::ForwardTrace trace;
     FlopCounter flops;
-    model(zeros(images));
-    CHECK(model.flop_count(images) == flops.total());
-    CHECK(model.output_shape(images) == Shape{2, 10});
+    CHECK(model(zeros({2, 28, 28, 1})).shape() == Shape{2, 10});
+    double parts = 0;  // the children's: patch_embed, blocks.i, norm or fc_norm, head
+    for (const auto& call : trace.calls())
+      for (const auto& [name, child] : model.children())
+        parts += call.path == name ? call.flops : 0;
+    // Outside the parts: the positional embedding's add over (2, 17, 16), and for avg
+    // pooling the mean over the 16 patch tokens (a sum per element and a scale per output).
+    const double glue = 2 * 17 * 16 + (pool == "avg" ? 2 * 16 * 16 + 2 * 16 : 0);
+    CHECK(flops.total() == parts + glue);
   }
 }
 
@@ -292,7 +298,7 @@ TEST_CASE("ViT rejects images of the wrong shape and weights of another configur
   ViT copy(small_config(1));
   CHECK_THROWS_WITH_AS(copy(zeros({2, 32, 32, 1})),
                        doctest::Contains("images must be (B, 28, 28, 1), got [2,32,32,1]"), Error);
-  CHECK_THROWS_AS(copy.output_shape({2, 28, 28, 3}), Error);
+  CHECK_THROWS_AS(copy(zeros({2, 28, 28, 3})), Error);
   ViTConfig wider = small_config(1);
   wider.embed_dim = 32;
   CHECK_THROWS_WITH_AS(copy.load_state_dict(ViT(wider).state_dict()),
