@@ -207,13 +207,13 @@ std::vector<GradcheckCase> module_gradcheck_cases() {
   const ViTConfig base = small_vit();
   c.push_back(vit("ViT:token", base));
   ViTConfig avg = base;
-  avg.global_pool = "avg";
-  avg.layerscale = "auto";
+  avg.global_pool = GlobalPool::avg;
+  avg.layerscale = LayerScaleSetting::by_depth();
   c.push_back(vit("ViT:avg+layerscale", avg));
   ViTConfig scaler = base;
-  scaler.norm = "learnable_scaler";
+  scaler.norm = NormKind::learnable_scaler;
   scaler.grn = true;
-  scaler.layerscale = "1e-4";
+  scaler.layerscale = LayerScaleSetting::fixed(1e-4);
   scaler.drop_path_rate = 0.2;
   scaler.dropout = 0.1;
   c.push_back(vit("ViT:learnable_scaler+grn+drop", scaler));

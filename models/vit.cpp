@@ -9,8 +9,7 @@ ViT::ViT(const ViTConfig& config, uint64_t seed)
   config_.validate();
   Rng rng(seed);
   const int64_t E = config_.embed_dim;
-  const nn::NormKind norm =
-      config_.norm == "layernorm" ? nn::NormKind::layernorm : nn::NormKind::learnable_scaler;
+  const nn::NormKind norm = config_.norm;
   // Registration order = timm's state_dict order: cls_token, pos_embed, patch_embed, blocks,
   // norm, head.
   cls_token_ =
@@ -34,7 +33,7 @@ ViT::ViT(const ViTConfig& config, uint64_t seed)
                                                     config_.qkv_bias, norm, ls_init, config_.grn,
                                                     dpr, config_.dropout, rng, dropout_rng_)));
   }
-  norm_ = register_module(config_.global_pool == "token" ? "norm" : "fc_norm",
+  norm_ = register_module(config_.global_pool == GlobalPool::token ? "norm" : "fc_norm",
                           nn::make_norm(norm, E, rng));
   head_ = register_module("head", std::make_shared<nn::Linear>(E, config_.num_classes, true, rng));
 }
@@ -60,7 +59,7 @@ Tensor ViT::forward(const Tensor& images, const AuxLossConfig& aux, Tensor* extr
     x = (*blocks_[i])(x, block_aux, extra);
   }
   if (extra && !extra->defined()) *extra = zeros({}, x.dtype());
-  if (config_.global_pool == "token") {
+  if (config_.global_pool == GlobalPool::token) {
     x = select((*norm_)(x), 1, 0);  // the class token after the final norm
   } else {
     x = mean(slice(x, 1, 1, x.size(1)), {1});  // patch tokens only, as timm
@@ -70,11 +69,10 @@ Tensor ViT::forward(const Tensor& images, const AuxLossConfig& aux, Tensor* extr
 }
 
 void ViT::add_layerscale(double init_value) {
-  check(config_.layerscale == "none", "ViT::add_layerscale: the model already has LayerScale (",
-        config_.layerscale, ")");
-  const std::string value = nlohmann::json(init_value).dump();  // shortest exact form
+  check(!config_.layerscale.enabled(), "ViT::add_layerscale: the model already has LayerScale (",
+        config_.layerscale.str(), ")");
   ViTConfig changed = config_;
-  changed.layerscale = value;
+  changed.layerscale = LayerScaleSetting::fixed(init_value);
   changed.validate();  // a positive, finite value, or a clear error before anything changes
   nn::apply_layerscale_to_blocks(*this, init_value);
   config_ = changed;
