@@ -11,11 +11,7 @@ class GELU : public Module {
   // none: the exact erf form (timm's nn.GELU() default); tanh: the approximation.
   explicit GELU(GeluApprox approx = GeluApprox::none);
 
-  Tensor forward(const Tensor& x);
-  Tensor operator()(const Tensor& x) { return forward(x); }
-
-  // Per element: 8 for the erf form, 10 for the tanh form (the counts the op records).
-  double flop_count(const Shape& input_shape) const override;
+  Tensor forward(const Tensor& x) override;
 
   GeluApprox approx() const { return approx_; }
 

@@ -31,41 +31,23 @@ Tensor Attention::forward(const Tensor& x) {
 }
 
 Tensor Attention::forward(const Tensor& x, Tensor* probs) {
-  return forward(x, probs, LinearFusion{});
+  check_input(x.shape());
+  return (*proj_drop_)((*proj_)(attend((*qkv_)(x), probs)));
 }
 
-Tensor Attention::forward(const Tensor& x, Tensor* probs, const LinearFusion& fusion) {
-  auto scope = enter();
-  check_input(x.shape());
-  Tensor qkv = qkv_->forward(x, {.input_norm = fusion.input_norm, .out_scale = Tensor()});
-  Tensor out;
-  if (probs) {
-    // Step by step, keeping the probabilities: (B, T, 3C) -> (B, T, 3, H, hd) ->
-    // (3, B, H, T, hd), timm's q|k|v layout.
-    const int64_t B = x.size(0), T = x.size(1), hd = dim_ / num_heads_;
-    Tensor parts = permute(qkv.reshape({B, T, 3, num_heads_, hd}), {2, 0, 3, 1, 4});
-    Tensor q = select(parts, 0, 0), k = select(parts, 0, 1), v = select(parts, 0, 2);
-    *probs = softmax(matmul(q, k, false, true) * (1.0 / std::sqrt(double(hd))));
-    out = permute(matmul(*probs, v), {0, 2, 1, 3}).reshape({B, T, dim_});
-  } else {
+Tensor Attention::attend(const Tensor& qkv, Tensor* probs) const {
+  if (!probs) {
     // (B, T, 3C) in timm's q|k|v, head-major layout -> (B, T, C), the heads side by side:
     // the fused op reads the heads in place, so no permute, select or reshape copies are made.
-    out = qkv_attention(qkv, num_heads_);
+    return qkv_attention(qkv, num_heads_);
   }
-  // Dropout zeroes and rescales elements, so it commutes with a per-channel scale.
-  return proj_drop_->forward(proj_->forward(out, {.out_scale = fusion.out_scale}));
-}
-
-double Attention::flop_count(const Shape& s) const {
-  check_input(s);
-  const double B = double(s[0]), T = double(s[1]);
-  return qkv_->flop_count(s) + proj_->flop_count(s) + 4.0 * B * T * T * double(dim_) +
-         5.0 * B * double(num_heads_) * T * T;
-}
-
-Shape Attention::output_shape(const Shape& s) const {
-  check_input(s);
-  return s;
+  // Step by step, keeping the probabilities: (B, T, 3C) -> (B, T, 3, H, hd) ->
+  // (3, B, H, T, hd), timm's q|k|v layout.
+  const int64_t B = qkv.size(0), T = qkv.size(1), hd = dim_ / num_heads_;
+  Tensor parts = permute(qkv.reshape({B, T, 3, num_heads_, hd}), {2, 0, 3, 1, 4});
+  Tensor q = select(parts, 0, 0), k = select(parts, 0, 1), v = select(parts, 0, 2);
+  *probs = softmax(matmul(q, k, false, true) * (1.0 / std::sqrt(double(hd))));
+  return permute(matmul(*probs, v), {0, 2, 1, 3}).reshape({B, T, dim_});
 }
 
 }  // namespace vg::nn

@@ -21,29 +21,25 @@ class Attention : public Module {
   Attention(int64_t dim, int64_t num_heads, bool qkv_bias, Rng& rng, double dropout = 0.0,
             std::shared_ptr<Rng> drop_rng = nullptr);
 
-  // x (B, T, dim) -> (B, T, dim), through the fused attention op.
-  Tensor forward(const Tensor& x);
-  // The same computed step by step, keeping the attention probabilities (B, H, T, T) in
-  // *probs for a loss on them (the fused op never builds them, so the normal path stays
-  // fused and this one is used only when such a loss is on).
+  // x (B, T, dim) -> (B, T, dim): proj_drop(proj(attend(qkv(x)))).
+  Tensor forward(const Tensor& x) override;
+  // The same, keeping the attention probabilities (B, H, T, T) in *probs when not null.
   Tensor forward(const Tensor& x, Tensor* probs);
-  // The same with `fusion.input_norm` applied to x inside qkv and `fusion.out_scale` applied
-  // to proj's output (Linear::forward with a LinearFusion).
-  Tensor forward(const Tensor& x, Tensor* probs, const LinearFusion& fusion);
-  Tensor operator()(const Tensor& x) { return forward(x); }
-
-  // qkv and proj products plus 4*B*H*T*T*hd for the two attention products and the softmax.
-  double flop_count(const Shape& input_shape) const override;
-  Shape output_shape(const Shape& input_shape) const override;
+  // The heads' step: qkv (B, T, 3*dim) -> (B, T, dim), the heads side by side. Through the
+  // fused attention op, or, when probs is not null, step by step keeping the probabilities
+  // for a loss on them (the fused op never builds them).
+  Tensor attend(const Tensor& qkv, Tensor* probs = nullptr) const;
+  // The check forward runs first: x must be (B, T, dim).
+  void check_input(const Shape& input_shape) const;
 
   int64_t dim() const { return dim_; }
   int64_t num_heads() const { return num_heads_; }
   Linear& qkv() { return *qkv_; }
   Linear& proj() { return *proj_; }
+  Dropout& proj_drop() { return *proj_drop_; }
 
  private:
   std::string describe() const;  // "Attention(dim=64, num_heads=4)"
-  void check_input(const Shape& input_shape) const;
 
   int64_t dim_, num_heads_;
   std::shared_ptr<Linear> qkv_, proj_;

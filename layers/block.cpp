@@ -3,21 +3,9 @@
 #include <cmath>
 
 #include "engine/ops/ops.h"
-#include "layers/layer_norm.h"
-#include "layers/learnable_scaler.h"
+#include "layers/fusion.h"
 
 namespace vg::nn {
-
-std::shared_ptr<Module> make_norm(NormKind kind, int64_t dim, Rng& rng) {
-  if (kind == NormKind::layernorm) return std::make_shared<LayerNorm>(dim, 1e-6);
-  return std::make_shared<LearnableScaler>(dim, rng);
-}
-
-Tensor apply_norm(Module& norm, const Tensor& x) {
-  if (auto* ln = dynamic_cast<LayerNorm*>(&norm)) return ln->forward(x);
-  if (auto* ls = dynamic_cast<LearnableScaler*>(&norm)) return ls->forward(x);
-  throw Error("apply_norm: " + norm.type_name() + " is not a token norm");
-}
 
 Block::Block(int64_t dim, int64_t num_heads, double mlp_ratio, bool qkv_bias, NormKind norm,
              double layerscale_init, bool use_grn, double drop_path, double dropout, Rng& rng,
@@ -45,10 +33,6 @@ Tensor Block::forward(const Tensor& x) {
 
 namespace {
 
-Tensor ls_gamma(const std::shared_ptr<LayerScale>& ls) {
-  return ls ? ls->gamma() : Tensor();
-}
-
 void add_term(Tensor* extra, const Tensor& term, double weight) {
   *extra = extra->defined() ? add(*extra, mul(term, weight)) : mul(term, weight);
 }
@@ -56,40 +40,16 @@ void add_term(Tensor* extra, const Tensor& term, double weight) {
 }  // namespace
 
 Tensor Block::forward(const Tensor& x, const BlockAuxLoss& aux, Tensor* extra) {
-  auto scope = enter();
   const bool hinge = extra && aux.feature_decay > 0, peak = extra && aux.attn_peak > 0;
   Tensor probs;
-  Tensor branch, h, y;
-  if (fused_) {
-    // The norms run inside qkv and fc1, LayerScale inside proj and fc2 (Linear::forward
-    // with a LinearFusion): the same values, with fewer activations kept for backward.
-    branch = attn_->forward(x, peak ? &probs : nullptr, {norm1_.get(), ls_gamma(ls1_)});
-  } else {
-    branch = attn_->forward(apply_norm(*norm1_, x), peak ? &probs : nullptr);
-    if (ls1_) branch = ls1_->forward(branch);
-  }
+  Tensor branch = attention_branch(x, *norm1_, *attn_, ls1_.get(), peak ? &probs : nullptr, fused_);
   if (peak) add_term(extra, attention_peak_loss(probs), aux.attn_peak);
-  h = add(x, drop_path1_->forward(branch));
+  const Tensor h = add(x, (*drop_path1_)(branch));
   if (hinge) add_term(extra, feature_decay_loss(h, aux.feature_threshold), aux.feature_decay);
-  if (fused_) {
-    branch = mlp_->forward(h, {norm2_.get(), ls_gamma(ls2_)});
-  } else {
-    branch = mlp_->forward(apply_norm(*norm2_, h));
-    if (ls2_) branch = ls2_->forward(branch);
-  }
-  y = add(h, drop_path2_->forward(branch));
+  branch = mlp_branch(h, *norm2_, *mlp_, ls2_.get(), fused_);
+  Tensor y = add(h, (*drop_path2_)(branch));
   if (hinge) add_term(extra, feature_decay_loss(y, aux.feature_threshold), aux.feature_decay);
   return y;
-}
-
-double Block::flop_count(const Shape& s) const {
-  const double elements = double(shape_numel(s));
-  // Each norm: LayerNorm 8 or LearnableScaler 2 per element (their own counts).
-  double flops = norm1_->flop_count(s) + norm2_->flop_count(s) + attn_->flop_count(s) +
-                 mlp_->flop_count(s) + 2 * elements;  // two residual adds
-  if (ls1_) flops += ls1_->flop_count(s) + ls2_->flop_count(s);
-  flops += drop_path1_->flop_count(s) + drop_path2_->flop_count(s);
-  return flops;
 }
 
 void Block::add_layerscale(double init_value) {

@@ -15,15 +15,9 @@
 #include "layers/layer_scale.h"
 #include "layers/mlp.h"
 #include "layers/module.h"
+#include "layers/token_norm.h"
 
 namespace vg::nn {
-
-enum class NormKind { layernorm, learnable_scaler };
-
-// LayerNorm(dim, 1e-6) or LearnableScaler(dim) (a ~ N(0,1) from rng).
-std::shared_ptr<Module> make_norm(NormKind kind, int64_t dim, Rng& rng);
-// Runs a module made by make_norm.
-Tensor apply_norm(Module& norm, const Tensor& x);
 
 // The auxiliary losses of the LearnableScaler recipe as one block adds them; 0 turns one off.
 struct BlockAuxLoss {
@@ -40,32 +34,33 @@ class Block : public Module {
         std::shared_ptr<Rng> drop_rng);
 
   // x (B, T, dim) -> (B, T, dim).
-  Tensor forward(const Tensor& x);
-  Tensor operator()(const Tensor& x) { return forward(x); }
+  Tensor forward(const Tensor& x) override;
   // The same, adding the block's weighted auxiliary losses to *extra (a scalar, undefined
-  // until the first term). The attention runs unfused only when attn_peak > 0.
+  // until the first term). The attention runs step by step only when attn_peak > 0.
   Tensor forward(const Tensor& x, const BlockAuxLoss& aux, Tensor* extra);
-
-  double flop_count(const Shape& input_shape) const override;
+  using Module::operator();
+  Tensor operator()(const Tensor& x, const BlockAuxLoss& aux, Tensor* extra) {
+    return run([&] { return forward(x, aux, extra); });
+  }
 
   // Inserts ls1 and ls2 (gamma = init_value) into a block built without them.
   void add_layerscale(double init_value);
   bool has_layerscale() const { return ls1_ != nullptr; }
-  // On (the default): the norms and LayerScale run inside the neighbouring linears (see
-  // forward). Off: every module runs on its own, as the reference writes the block; the
-  // tests compare the two.
+  // On (the default): the branches run fused (layers/fusion.h). Off: every module runs on
+  // its own, as the reference writes the block; the tests compare the two.
   void set_fused(bool on) { fused_ = on; }
   bool fused() const { return fused_; }
   Attention& attn() { return *attn_; }
   Mlp& mlp() { return *mlp_; }
   LayerScale* ls1() { return ls1_.get(); }
   LayerScale* ls2() { return ls2_.get(); }
-  Module& norm1() { return *norm1_; }
+  TokenNorm& norm1() { return *norm1_; }
+  TokenNorm& norm2() { return *norm2_; }
 
  private:
   int64_t dim_;
   bool fused_ = true;
-  std::shared_ptr<Module> norm1_, norm2_;
+  std::shared_ptr<TokenNorm> norm1_, norm2_;
   std::shared_ptr<Attention> attn_;
   std::shared_ptr<Mlp> mlp_;
   std::shared_ptr<LayerScale> ls1_, ls2_;

@@ -24,11 +24,4 @@ inline void check_channels(const std::string& layer, const Shape& input_shape, i
         expected, " (input shape ", shape_str(input_shape), ")");
 }
 
-// The number of rows (tokens) of a channels-last shape: the product of all but the last axis.
-inline int64_t num_rows(const Shape& input_shape) {
-  int64_t n = 1;
-  for (size_t i = 0; i + 1 < input_shape.size(); ++i) n *= input_shape[i];
-  return n;
-}
-
 }  // namespace vg::nn

@@ -13,13 +13,8 @@ Dropout::Dropout(double p, std::shared_ptr<Rng> rng)
 }
 
 Tensor Dropout::forward(const Tensor& x) {
-  auto scope = enter();
   if (!active()) return x;
   return dropout(x, p_, *rng_, true);
-}
-
-double Dropout::flop_count(const Shape& input_shape) const {
-  return active() ? double(shape_numel(input_shape)) : 0.0;
 }
 
 // --- DropPath --------------------------------------------------------------------------------
@@ -35,7 +30,6 @@ std::string DropPath::describe() const {
 }
 
 Tensor DropPath::forward(const Tensor& x) {
-  auto scope = enter();
   if (!is_training() || drop_prob_ == 0) return x;
   check(x.dim() >= 1, describe(), ": input must have a batch axis, got shape ",
         shape_str(x.shape()));
@@ -51,10 +45,6 @@ Tensor DropPath::forward(const Tensor& x) {
     for (int64_t b = 0; b < x.size(0); ++b) m[b] = rng_->bernoulli(keep) ? T(1.0 / keep) : T(0);
   });
   return mul(x, mask);
-}
-
-double DropPath::flop_count(const Shape& input_shape) const {
-  return is_training() && drop_prob_ > 0 ? double(shape_numel(input_shape)) : 0.0;
 }
 
 }  // namespace vg::nn

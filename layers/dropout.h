@@ -17,11 +17,7 @@ class Dropout : public Module {
   Dropout(double p, std::shared_ptr<Rng> rng);
 
   // Zeroes each element with probability p and scales the rest by 1/(1-p) when training.
-  Tensor forward(const Tensor& x);
-  Tensor operator()(const Tensor& x) { return forward(x); }
-
-  // One multiply per element when active (training and p > 0), else 0.
-  double flop_count(const Shape& input_shape) const override;
+  Tensor forward(const Tensor& x) override;
 
   double p() const { return p_; }
   // Training with p > 0: forward changes its input.
@@ -39,11 +35,7 @@ class DropPath : public Module {
 
   // x (B, ...): one Bernoulli(keep = 1 - drop_prob) draw per sample; kept samples are
   // scaled by 1/keep, so the expectation is unchanged (timm's scale_by_keep).
-  Tensor forward(const Tensor& x);
-  Tensor operator()(const Tensor& x) { return forward(x); }
-
-  // One multiply per element when active (training and drop_prob > 0), else 0.
-  double flop_count(const Shape& input_shape) const override;
+  Tensor forward(const Tensor& x) override;
 
   double drop_prob() const { return drop_prob_; }
 

@@ -25,23 +25,8 @@ void GlobalResponseNorm::check_input(const Shape& input_shape) const {
 }
 
 Tensor GlobalResponseNorm::forward(const Tensor& x) {
-  auto scope = enter();
   check_input(x.shape());
   return global_response_norm(x, gamma_, beta_, eps_);
-}
-
-double GlobalResponseNorm::flop_count(const Shape& input_shape) const {
-  check_input(input_shape);
-  return flop_count(num_rows(input_shape));
-}
-
-double GlobalResponseNorm::flop_count(int64_t num_tokens) const {
-  return 6.0 * double(num_tokens) * dim_;
-}
-
-Shape GlobalResponseNorm::output_shape(const Shape& input_shape) const {
-  check_input(input_shape);
-  return input_shape;
 }
 
 }  // namespace vg::nn

@@ -17,13 +17,7 @@ class GlobalResponseNorm : public Module {
   explicit GlobalResponseNorm(int64_t dim, double eps = 1e-6);
 
   // x (B, spatial..., dim) with at least one spatial axis: (B, T, C) or (B, H, W, C).
-  Tensor forward(const Tensor& x);
-  Tensor operator()(const Tensor& x) { return forward(x); }
-
-  // 6 * num_tokens * dim, num_tokens = B x spatial (square and sum 2, affine and residual 4).
-  double flop_count(const Shape& input_shape) const override;
-  double flop_count(int64_t num_tokens) const;
-  Shape output_shape(const Shape& input_shape) const override;
+  Tensor forward(const Tensor& x) override;
 
   const Tensor& gamma() const { return gamma_; }
   const Tensor& beta() const { return beta_; }

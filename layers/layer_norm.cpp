@@ -5,7 +5,7 @@
 
 namespace vg::nn {
 
-LayerNorm::LayerNorm(int64_t dim, double eps) : Module("LayerNorm"), dim_(dim), eps_(eps) {
+LayerNorm::LayerNorm(int64_t dim, double eps) : TokenNorm("LayerNorm"), dim_(dim), eps_(eps) {
   check(dim > 0, describe(), ": dim must be positive");
   check(eps >= 0, describe(), ": eps must be >= 0, got ", eps);
   weight_ = register_parameter("weight", ones({dim}), {.no_weight_decay = true});
@@ -16,20 +16,13 @@ std::string LayerNorm::describe() const {
   return cat_str("LayerNorm(dim=", dim_, ")");
 }
 
+ChannelMap LayerNorm::channel_map() const {
+  return {.kind = ChannelMap::Kind::layer_norm, .scale = weight_, .shift = bias_, .eps = eps_};
+}
+
 Tensor LayerNorm::forward(const Tensor& x) {
-  auto scope = enter();
   check_channels(describe(), x.shape(), -1, dim_);
   return layer_norm(x, weight_, bias_, eps_);
-}
-
-double LayerNorm::flop_count(const Shape& input_shape) const {
-  check_channels(describe(), input_shape, -1, dim_);
-  return 8.0 * double(shape_numel(input_shape));
-}
-
-Shape LayerNorm::output_shape(const Shape& input_shape) const {
-  check_channels(describe(), input_shape, -1, dim_);
-  return input_shape;
 }
 
 }  // namespace vg::nn

@@ -4,29 +4,26 @@
 #include <cstdint>
 #include <string>
 
-#include "layers/module.h"
+#include "layers/token_norm.h"
 
 namespace vg::nn {
 
-class LayerNorm : public Module {
+class LayerNorm : public TokenNorm {
  public:
   // weight (dim) ones, bias (dim) zeros, both without weight decay.
   explicit LayerNorm(int64_t dim, double eps = 1e-6);
 
   // x (..., dim) -> (..., dim), normalised per row.
-  Tensor forward(const Tensor& x);
-  Tensor operator()(const Tensor& x) { return forward(x); }
-
-  // About 8 per element: mean, centre, square and sum, scale by rstd, weight and bias.
-  double flop_count(const Shape& input_shape) const override;
-  Shape output_shape(const Shape& input_shape) const override;
+  Tensor forward(const Tensor& x) override;
 
   const Tensor& weight() const { return weight_; }
   const Tensor& bias() const { return bias_; }
-  int64_t dim() const { return dim_; }
+  int64_t dim() const override { return dim_; }
   double eps() const { return eps_; }
+  ChannelMap channel_map() const override;  // layer_norm with weight, bias, eps
 
-  std::string describe() const;  // "LayerNorm(dim=64)"
+  std::string describe() const override;  // "LayerNorm(dim=64)"
+
  private:
   int64_t dim_;
   double eps_;

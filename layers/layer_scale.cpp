@@ -16,24 +16,9 @@ std::string LayerScale::describe() const {
 }
 
 Tensor LayerScale::forward(const Tensor& x) {
-  auto scope = enter();
   check_channels(describe(), x.shape(), -1, dim_);
   // Out of place (never timm's inplace mul_): x may be saved for another op's backward.
   return channel_affine(x, gamma_);
-}
-
-double LayerScale::flop_count(const Shape& input_shape) const {
-  check_channels(describe(), input_shape, -1, dim_);
-  return flop_count(num_rows(input_shape));
-}
-
-double LayerScale::flop_count(int64_t num_tokens) const {
-  return double(num_tokens) * dim_;
-}
-
-Shape LayerScale::output_shape(const Shape& input_shape) const {
-  check_channels(describe(), input_shape, -1, dim_);
-  return input_shape;
 }
 
 }  // namespace vg::nn

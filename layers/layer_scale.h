@@ -16,13 +16,7 @@ class LayerScale : public Module {
   explicit LayerScale(int64_t dim, double init_value = 1e-4);
 
   // x (..., dim) -> x * gamma; any other last axis is a vg::Error.
-  Tensor forward(const Tensor& x);
-  Tensor operator()(const Tensor& x) { return forward(x); }
-
-  // num_tokens * dim, num_tokens being every axis but the last.
-  double flop_count(const Shape& input_shape) const override;
-  double flop_count(int64_t num_tokens) const;
-  Shape output_shape(const Shape& input_shape) const override;
+  Tensor forward(const Tensor& x) override;
 
   const Tensor& gamma() const { return gamma_; }
   int64_t dim() const { return dim_; }

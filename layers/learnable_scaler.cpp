@@ -17,7 +17,7 @@ Tensor initial_scale(int64_t num_channels, Rng& rng, bool ones_init) {
 // --- LearnableScaler (channels last) -------------------------------------------------------
 
 LearnableScaler::LearnableScaler(int64_t num_channels, Rng& rng, bool ones_init)
-    : Module("LearnableScaler"), num_channels_(num_channels) {
+    : TokenNorm("LearnableScaler"), num_channels_(num_channels) {
   check(num_channels > 0, describe(), ": num_channels must be positive");
   a_ = register_parameter("a", initial_scale(num_channels, rng, ones_init),
                           {.no_weight_decay = true});
@@ -28,24 +28,13 @@ std::string LearnableScaler::describe() const {
   return cat_str("LearnableScaler(num_channels=", num_channels_, ")");
 }
 
+ChannelMap LearnableScaler::channel_map() const {
+  return {.kind = ChannelMap::Kind::affine, .scale = a_, .shift = b_};
+}
+
 Tensor LearnableScaler::forward(const Tensor& x) {
-  auto scope = enter();
   check_channels(describe(), x.shape(), -1, num_channels_);
   return channel_affine(x, a_, b_);
-}
-
-double LearnableScaler::flop_count(const Shape& input_shape) const {
-  check_channels(describe(), input_shape, -1, num_channels_);
-  return flop_count(num_rows(input_shape));
-}
-
-double LearnableScaler::flop_count(int64_t num_tokens) const {
-  return 2.0 * double(num_tokens) * num_channels_;
-}
-
-Shape LearnableScaler::output_shape(const Shape& input_shape) const {
-  check_channels(describe(), input_shape, -1, num_channels_);
-  return input_shape;
 }
 
 // --- LearnableScaler2d (channels first) ----------------------------------------------------
@@ -69,21 +58,10 @@ void LearnableScaler2d::check_input(const Shape& input_shape) const {
 }
 
 Tensor LearnableScaler2d::forward(const Tensor& x) {
-  auto scope = enter();
   check_input(x.shape());
   // Rare (channels-first is not the engine's layout), so plain broadcast ops suffice.
   const Shape per_channel{1, num_channels_, 1, 1};
   return add(mul(x, a_.reshape(per_channel)), b_.reshape(per_channel));
-}
-
-double LearnableScaler2d::flop_count(const Shape& input_shape) const {
-  check_input(input_shape);
-  return 2.0 * double(shape_numel(input_shape));
-}
-
-Shape LearnableScaler2d::output_shape(const Shape& input_shape) const {
-  check_input(input_shape);
-  return input_shape;
 }
 
 }  // namespace vg::nn

@@ -7,28 +7,26 @@
 
 #include "engine/core/rng.h"
 #include "layers/module.h"
+#include "layers/token_norm.h"
 
 namespace vg::nn {
 
 // Channels last: x (..., C), any rank.
-class LearnableScaler : public Module {
+class LearnableScaler : public TokenNorm {
  public:
   // a (C) ~ N(0, 1) from rng (ones when ones_init), b (C) zeros; both without weight decay.
   LearnableScaler(int64_t num_channels, Rng& rng, bool ones_init = false);
 
-  Tensor forward(const Tensor& x);
-  Tensor operator()(const Tensor& x) { return forward(x); }
-
-  // 2 * num_tokens * C, num_tokens being every axis but the last.
-  double flop_count(const Shape& input_shape) const override;
-  double flop_count(int64_t num_tokens) const;
-  Shape output_shape(const Shape& input_shape) const override;
+  Tensor forward(const Tensor& x) override;
 
   const Tensor& a() const { return a_; }
   const Tensor& b() const { return b_; }
   int64_t num_channels() const { return num_channels_; }
+  int64_t dim() const override { return num_channels_; }
+  ChannelMap channel_map() const override;  // affine with a, b
 
-  std::string describe() const;  // "LearnableScaler(num_channels=64)"
+  std::string describe() const override;  // "LearnableScaler(num_channels=64)"
+
  private:
   int64_t num_channels_;
   Tensor a_, b_;
@@ -39,12 +37,7 @@ class LearnableScaler2d : public Module {
  public:
   LearnableScaler2d(int64_t num_channels, Rng& rng, bool ones_init = false);
 
-  Tensor forward(const Tensor& x);
-  Tensor operator()(const Tensor& x) { return forward(x); }
-
-  // 2 * B * H * W * C.
-  double flop_count(const Shape& input_shape) const override;
-  Shape output_shape(const Shape& input_shape) const override;
+  Tensor forward(const Tensor& x) override;
 
   const Tensor& a() const { return a_; }
   const Tensor& b() const { return b_; }

@@ -9,39 +9,24 @@
 
 namespace vg::nn {
 
-// What a Linear can fold into its product (engine/ops/ops.h, "linear fused with its
-// neighbours"): the norm that makes its input (a LayerNorm or LearnableScaler, run again in
-// backward instead of its output being kept) and a per-channel scale of its output (LayerScale).
-struct LinearFusion {
-  Module* input_norm = nullptr;  // null: the input is used as it is
-  Tensor out_scale;              // undefined: no scale
-};
-
 class Linear : public Module {
  public:
   // weight (out, in) ~ trunc_normal(std .02, a=-2, b=2); bias (out) zeros, no weight decay.
   Linear(int64_t in_features, int64_t out_features, bool bias, Rng& rng);
 
   // x (..., in_features) -> (..., out_features).
-  Tensor forward(const Tensor& x);
-  Tensor operator()(const Tensor& x) { return forward(x); }
-  // out_scale * linear(input_norm(x)), equal to the modules one by one (same forward bits).
-  // A norm and a scale together are not supported (no ViT linear has both).
-  Tensor forward(const Tensor& x, const LinearFusion& fusion);
-
-  // 2 * rows * in * out, plus rows * out for the bias.
-  double flop_count(const Shape& input_shape) const override;
-  Shape output_shape(const Shape& input_shape) const override;
+  Tensor forward(const Tensor& x) override;
 
   const Tensor& weight() const { return weight_; }
   const Tensor& bias() const { return bias_; }  // undefined when built without bias
   int64_t in_features() const { return in_features_; }
   int64_t out_features() const { return out_features_; }
 
- private:
   std::string describe() const;  // "Linear(in_features=64, out_features=192)"
+  // The check forward runs first (also run by the fused forms in layers/fusion.cpp).
   void check_input(const Shape& input_shape) const;
 
+ private:
   int64_t in_features_, out_features_;
   Tensor weight_, bias_;
 };

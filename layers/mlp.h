@@ -21,20 +21,16 @@ class Mlp : public Module {
   Mlp(int64_t dim, int64_t hidden_features, bool use_grn, double dropout, Rng& rng,
       std::shared_ptr<Rng> drop_rng = nullptr);
 
-  // x (B, T, dim) -> (B, T, dim). Without GRN and with drop1 inactive, act and fc2 run as
-  // the engine's gelu_linear (same bits, one hidden-size activation less kept for backward).
-  Tensor forward(const Tensor& x);
-  Tensor operator()(const Tensor& x) { return forward(x); }
-  // The same with `fusion.input_norm` applied to x inside fc1 and `fusion.out_scale` to the
-  // output. With GRN and drop1 inactive, act, GRN and fc2 run as one gelu_grn_linear.
-  Tensor forward(const Tensor& x, const LinearFusion& fusion);
-
-  double flop_count(const Shape& input_shape) const override;
-  Shape output_shape(const Shape& input_shape) const override { return input_shape; }
+  // x (B, T, dim) -> (B, T, dim): drop2(fc2([grn](drop1(act(fc1(x)))))). Inside a Block
+  // act, GRN and fc2 run as one engine op (layers/fusion.h).
+  Tensor forward(const Tensor& x) override;
 
   Linear& fc1() { return *fc1_; }
   Linear& fc2() { return *fc2_; }
+  GELU& act() { return *act_; }
+  Dropout& drop1() { return *drop1_; }
   GlobalResponseNorm* grn() { return grn_.get(); }  // null without GRN
+  Dropout& drop2() { return *drop2_; }
 
  private:
   std::shared_ptr<Linear> fc1_, fc2_;

@@ -4,6 +4,18 @@
 #include <utility>
 
 namespace vg::nn {
+namespace {
+
+thread_local ForwardTrace* t_trace = nullptr;
+
+}  // namespace
+
+ForwardTrace::ForwardTrace() : previous_(t_trace) {
+  t_trace = this;
+}
+ForwardTrace::~ForwardTrace() {
+  t_trace = previous_;
+}
 
 Tensor Module::register_parameter(const std::string& name, Tensor value, ParameterTags tags) {
   check(value.defined(), type_name_, ": parameter '", name, "' is undefined");
@@ -45,6 +57,19 @@ void Module::insert_module_after(const std::string& after, const std::string& na
       return;
     }
   throw Error(cat_str(type_name_, ": no child module '", after, "' to insert after"));
+}
+
+Tensor Module::run(const std::function<Tensor()>& body) const {
+  ModuleScope scope(name_);
+  ForwardTrace* trace = t_trace;
+  if (!trace) return body();
+  const size_t index = trace->calls_.size();
+  trace->calls_.push_back({current_module_path(), type_name_, {}, 0});
+  FlopCounter flops;  // nested: the children's counts reach it, and it reaches the caller's
+  Tensor y = body();
+  trace->calls_[index].output = y.shape();
+  trace->calls_[index].flops = flops.total();
+  return y;
 }
 
 void Module::collect_parameters(const std::string& prefix, ParameterList& out) const {

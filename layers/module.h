@@ -5,10 +5,12 @@
 // A subclass registers what it owns in its constructor:
 //   gamma_ = register_parameter("gamma", full({dim}, init_value), {.no_weight_decay = true});
 //   attn_ = register_module("attn", std::make_shared<Attention>(...));
-// and opens a scope in its forward:
-//   Tensor forward(const Tensor& x) { auto scope = enter(); ... }
+// and says what it computes in `forward`. Modules are called as `module(x)` (PyTorch's
+// __call__): that runs forward inside the module's scope, so the ops it records carry its
+// path, and a ForwardTrace sees what it ran.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -27,6 +29,29 @@ struct ParameterTags {
 
 // Name -> tensor, sorted by name (the order JSON checkpoints use).
 using StateDict = std::map<std::string, Tensor>;
+
+// While alive, notes on its thread every module call (module(x) or run): the module's path,
+// type, output shape and forward FLOPs (as the ops count them at run time, its children's
+// included). `vitgrad summary` builds its table from one traced forward pass, so the table
+// shows what the code ran.
+class ForwardTrace {
+ public:
+  struct Call {
+    std::string path, type;
+    Shape output;
+    double flops = 0;
+  };
+  ForwardTrace();
+  ~ForwardTrace();
+  ForwardTrace(const ForwardTrace&) = delete;
+  ForwardTrace& operator=(const ForwardTrace&) = delete;
+  const std::vector<Call>& calls() const { return calls_; }  // in the order they began
+
+ private:
+  friend class Module;
+  ForwardTrace* previous_;
+  std::vector<Call> calls_;
+};
 
 class Module {
  public:
@@ -59,15 +84,20 @@ class Module {
   // parameter sees the new dtype.
   void to(DType dtype);
 
+  // What the module computes (each layer documents its shapes). Call `module(x)` rather
+  // than forward(x) from a parent, so that the ops are recorded under the module's path.
+  virtual Tensor forward(const Tensor& x) = 0;
+  Tensor operator()(const Tensor& x) {
+    return run([&] { return forward(x); });
+  }
+  // Runs `body` as this module (its path scope open): operator() for forwards that take
+  // more than one argument, e.g. `block.run([&] { return block.forward(x, aux, &extra); })`.
+  Tensor run(const std::function<Tensor()>& body) const;
+
   StateDict state_dict() const;
   // Copies values into the existing parameters. Strict: a missing, extra or misshaped entry
   // is a vg::Error naming it, and nothing is changed unless every entry is valid.
   void load_state_dict(const StateDict& state, bool strict = true);
-
-  // Forward FLOPs for an input of the given shape, summed over what the module runs.
-  virtual double flop_count(const Shape& input_shape) const = 0;
-  // The output shape for an input shape (for summaries); checks like forward does.
-  virtual Shape output_shape(const Shape& input_shape) const { return input_shape; }
 
  protected:
   Tensor register_parameter(const std::string& name, Tensor value, ParameterTags tags = {});
@@ -82,8 +112,6 @@ class Module {
   // summaries follow (e.g. LayerScale inserted into a built block).
   void insert_module_after(const std::string& after, const std::string& name,
                            std::shared_ptr<Module> module);
-  // Opens the module-path scope of a forward call: `auto scope = enter();`.
-  ModuleScope enter() const { return ModuleScope(name_); }
 
  private:
   void add_child(const std::string& name, std::shared_ptr<Module> module);

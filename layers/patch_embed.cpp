@@ -20,6 +20,10 @@ PatchProjection::PatchProjection(int64_t in_chans, int64_t embed_dim, int64_t p,
   bias_ = register_parameter("bias", uniform({embed_dim}, bound, rng), {.no_weight_decay = true});
 }
 
+Tensor PatchProjection::forward(const Tensor& patches) {
+  return linear(patches, weight_.reshape({weight_.size(0), -1}), bias_);
+}
+
 PatchEmbed::PatchEmbed(int64_t img_size, int64_t patch_size, int64_t in_chans, int64_t embed_dim,
                        Rng& rng)
     : Module("PatchEmbed"),
@@ -46,21 +50,8 @@ void PatchEmbed::check_input(const Shape& s) const {
 }
 
 Tensor PatchEmbed::forward(const Tensor& images) {
-  auto scope = enter();
   check_input(images.shape());
-  const Tensor& w = proj_->weight();
-  return linear(patchify(images, patch_size_), w.reshape({embed_dim_, -1}), proj_->bias());
-}
-
-double PatchEmbed::flop_count(const Shape& s) const {
-  check_input(s);
-  const double rows = double(s[0]) * double(num_patches());
-  return rows * (2.0 * double(in_chans_ * patch_size_ * patch_size_) + 1.0) * double(embed_dim_);
-}
-
-Shape PatchEmbed::output_shape(const Shape& s) const {
-  check_input(s);
-  return {s[0], num_patches(), embed_dim_};
+  return (*proj_)(patchify(images, patch_size_));
 }
 
 }  // namespace vg::nn

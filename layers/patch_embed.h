@@ -13,11 +13,13 @@
 
 namespace vg::nn {
 
-// The "proj" child: holds weight [E, C, p, p] and bias [E] under timm's names.
+// The "proj" child: weight [E, C, p, p] and bias [E] under timm's names (a convolution of
+// stride p there), applied here to patches already cut out.
 class PatchProjection : public Module {
  public:
   PatchProjection(int64_t in_chans, int64_t embed_dim, int64_t patch_size, Rng& rng);
-  double flop_count(const Shape&) const override { return 0; }  // counted by PatchEmbed
+  // patches (B, N, C*p*p), each flattened as patchify does -> (B, N, E).
+  Tensor forward(const Tensor& patches) override;
   const Tensor& weight() const { return weight_; }
   const Tensor& bias() const { return bias_; }
 
@@ -33,11 +35,7 @@ class PatchEmbed : public Module {
 
   // images (B, img_size, img_size, in_chans) -> tokens (B, num_patches, embed_dim), in
   // row-major patch order.
-  Tensor forward(const Tensor& images);
-  Tensor operator()(const Tensor& images) { return forward(images); }
-
-  double flop_count(const Shape& input_shape) const override;
-  Shape output_shape(const Shape& input_shape) const override;
+  Tensor forward(const Tensor& images) override;
 
   int64_t num_patches() const { return (img_size_ / patch_size_) * (img_size_ / patch_size_); }
   int64_t patch_size() const { return patch_size_; }

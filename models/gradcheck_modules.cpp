@@ -187,6 +187,9 @@ std::vector<GradcheckCase> module_gradcheck_cases() {
   c.push_back(layer<PatchEmbed>("PatchEmbed", {2, 8, 8, 2}, [](Rng& rng) {
     return std::make_shared<PatchEmbed>(8, 4, 2, 6, rng);
   }));
+  c.push_back(layer<PatchProjection>("PatchProjection", {2, 4, 32}, [](Rng& rng) {
+    return std::make_shared<PatchProjection>(2, 6, 4, rng);
+  }));
   for (const double p : {0.0, 0.5}) {
     const std::string variant = p == 0 ? "" : ":training";  // p 0: the identity
     c.push_back(masked<DropPath>("DropPath" + variant, p, {4, 3, 2}));
@@ -204,13 +207,13 @@ std::vector<GradcheckCase> module_gradcheck_cases() {
   const ViTConfig base = small_vit();
   c.push_back(vit("ViT:token", base));
   ViTConfig avg = base;
-  avg.global_pool = "avg";
-  avg.layerscale = "auto";
+  avg.global_pool = GlobalPool::avg;
+  avg.layerscale = LayerScaleSetting::by_depth();
   c.push_back(vit("ViT:avg+layerscale", avg));
   ViTConfig scaler = base;
-  scaler.norm = "learnable_scaler";
+  scaler.norm = NormKind::learnable_scaler;
   scaler.grn = true;
-  scaler.layerscale = "1e-4";
+  scaler.layerscale = LayerScaleSetting::fixed(1e-4);
   scaler.drop_path_rate = 0.2;
   scaler.dropout = 0.1;
   c.push_back(vit("ViT:learnable_scaler+grn+drop", scaler));

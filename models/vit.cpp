@@ -9,8 +9,7 @@ ViT::ViT(const ViTConfig& config, uint64_t seed)
   config_.validate();
   Rng rng(seed);
   const int64_t E = config_.embed_dim;
-  const nn::NormKind norm =
-      config_.norm == "layernorm" ? nn::NormKind::layernorm : nn::NormKind::learnable_scaler;
+  const nn::NormKind norm = config_.norm;
   // Registration order = timm's state_dict order: cls_token, pos_embed, patch_embed, blocks,
   // norm, head.
   cls_token_ =
@@ -34,7 +33,7 @@ ViT::ViT(const ViTConfig& config, uint64_t seed)
                                                     config_.qkv_bias, norm, ls_init, config_.grn,
                                                     dpr, config_.dropout, rng, dropout_rng_)));
   }
-  norm_ = register_module(config_.global_pool == "token" ? "norm" : "fc_norm",
+  norm_ = register_module(config_.global_pool == GlobalPool::token ? "norm" : "fc_norm",
                           nn::make_norm(norm, E, rng));
   head_ = register_module("head", std::make_shared<nn::Linear>(E, config_.num_classes, true, rng));
 }
@@ -44,59 +43,39 @@ Tensor ViT::forward(const Tensor& images) {
 }
 
 Tensor ViT::forward(const Tensor& images, const AuxLossConfig& aux, Tensor* extra) {
-  auto scope = enter();
-  Tensor x = patch_embed_->forward(images);  // (B, N, E)
+  Tensor x = (*patch_embed_)(images);  // (B, N, E)
   const int64_t B = x.size(0);
   // timm's order: the class token goes first, then the positional embedding is added.
   x = cat({broadcast_to(cls_token_, {B, 1, config_.embed_dim}), x}, 1);
-  x = pos_drop_->forward(add(x, pos_embed_));
+  x = (*pos_drop_)(add(x, pos_embed_));
   if (extra) *extra = Tensor();
   for (size_t i = 0; i < blocks_.size(); ++i) {
     if (!extra || !aux.any()) {
-      x = blocks_[i]->forward(x);
+      x = (*blocks_[i])(x);
       continue;
     }
     nn::BlockAuxLoss block_aux{aux.feature_decay, aux.feature_threshold,
                                int64_t(i) < aux.attn_layers ? aux.attn_extra_loss : 0.0};
-    x = blocks_[i]->forward(x, block_aux, extra);
+    x = (*blocks_[i])(x, block_aux, extra);
   }
   if (extra && !extra->defined()) *extra = zeros({}, x.dtype());
-  if (config_.global_pool == "token") {
-    x = select(nn::apply_norm(*norm_, x), 1, 0);  // the class token after the final norm
+  if (config_.global_pool == GlobalPool::token) {
+    x = select((*norm_)(x), 1, 0);  // the class token after the final norm
   } else {
     x = mean(slice(x, 1, 1, x.size(1)), {1});  // patch tokens only, as timm
-    x = nn::apply_norm(*norm_, x);
+    x = (*norm_)(x);
   }
-  return head_->forward(x);
+  return (*head_)(x);
 }
 
 void ViT::add_layerscale(double init_value) {
-  check(config_.layerscale == "none", "ViT::add_layerscale: the model already has LayerScale (",
-        config_.layerscale, ")");
-  const std::string value = nlohmann::json(init_value).dump();  // shortest exact form
+  check(!config_.layerscale.enabled(), "ViT::add_layerscale: the model already has LayerScale (",
+        config_.layerscale.str(), ")");
   ViTConfig changed = config_;
-  changed.layerscale = value;
+  changed.layerscale = LayerScaleSetting::fixed(init_value);
   changed.validate();  // a positive, finite value, or a clear error before anything changes
   nn::apply_layerscale_to_blocks(*this, init_value);
   config_ = changed;
-}
-
-double ViT::flop_count(const Shape& s) const {
-  const Shape tokens = patch_embed_->output_shape(s);
-  const Shape seq{tokens[0], tokens[1] + 1, tokens[2]};
-  double flops = patch_embed_->flop_count(s) + double(shape_numel(seq));  // + pos_embed
-  for (const auto& block : blocks_) flops += block->flop_count(seq);
-  const Shape pooled{s[0], config_.embed_dim};
-  flops += norm_->flop_count(config_.global_pool == "token" ? seq : pooled);
-  // avg pooling: the mean over the patch tokens is a sum and one scale per output.
-  if (config_.global_pool == "avg") flops += double(shape_numel(tokens) + shape_numel(pooled));
-  flops += head_->flop_count(pooled);
-  return flops;
-}
-
-Shape ViT::output_shape(const Shape& s) const {
-  patch_embed_->output_shape(s);  // checks the images' shape
-  return {s[0], config_.num_classes};
 }
 
 }  // namespace vg

@@ -36,14 +36,10 @@ class ViT : public nn::Module {
   explicit ViT(const ViTConfig& config, uint64_t seed = 0);
 
   // images (B, img_size, img_size, in_chans) -> logits (B, num_classes).
-  Tensor forward(const Tensor& images);
-  Tensor operator()(const Tensor& images) { return forward(images); }
+  Tensor forward(const Tensor& images) override;
   // The logits, and in *extra the weighted sum of the auxiliary losses over the blocks (a
   // scalar; zero when `aux` turns none on).
   Tensor forward(const Tensor& images, const AuxLossConfig& aux, Tensor* extra);
-
-  double flop_count(const Shape& input_shape) const override;
-  Shape output_shape(const Shape& input_shape) const override;
 
   const ViTConfig& config() const { return config_; }
   // The generator behind every dropout and drop-path mask (saved in checkpoints).
@@ -63,7 +59,7 @@ class ViT : public nn::Module {
   std::shared_ptr<nn::PatchEmbed> patch_embed_;
   std::shared_ptr<nn::Dropout> pos_drop_;
   std::vector<std::shared_ptr<nn::Block>> blocks_;
-  std::shared_ptr<nn::Module> norm_;  // "norm" (token pooling) or "fc_norm" (avg pooling)
+  std::shared_ptr<nn::TokenNorm> norm_;  // "norm" (token pooling) or "fc_norm" (avg pooling)
   std::shared_ptr<nn::Linear> head_;
 };
 

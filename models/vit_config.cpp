@@ -1,5 +1,6 @@
 #include "models/vit_config.h"
 
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 
@@ -13,13 +14,13 @@ using nlohmann::json;
 // More parameters than this (4 GB of float32) is not a model this engine is meant for.
 constexpr double kMaxParameters = 1e9;
 
-double parse_layerscale(const std::string& s) {
-  if (s == "none") return 0.0;
-  char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  check(!s.empty() && *end == '\0' && std::isfinite(v) && v > 0 && v <= 10,
-        "ViTConfig: 'layerscale' must be none, auto or a positive number, got '", s, "'");
-  return v;
+bool valid_init_value(double v) {
+  return std::isfinite(v) && v > 0 && v <= 10;
+}
+
+void layerscale_error(const std::string& got) {
+  throw Error(cat_str("ViTConfig: 'layerscale' must be none, auto or a positive number, got '",
+                      got, "'"));
 }
 
 struct PresetEntry {
@@ -37,14 +38,14 @@ std::vector<PresetEntry> presets() {
   ViTConfig deep = tiny;
   deep.patch_size = 7;
   deep.depth = 24;
-  deep.layerscale = "auto";
+  deep.layerscale = LayerScaleSetting::by_depth();
   list.push_back({"fmnist-deep", "patch 7, dim 64, depth 24, LayerScale auto (1e-5): a deep "
                                  "ViT that costs about as much as fmnist-tiny",
                   deep});
   ViTConfig ls36 = tiny;
   ls36.patch_size = 7;
   ls36.depth = 36;
-  ls36.norm = "learnable_scaler";
+  ls36.norm = NormKind::learnable_scaler;
   list.push_back({"fmnist-ls36", "patch 7, dim 64, depth 36, every LayerNorm replaced by "
                                  "LearnableScaler, no LayerScale (the LearnableScaler recipe)",
                   ls36});
@@ -71,6 +72,53 @@ T field(const json& j, const char* key, T fallback, const char* type_name) {
 }
 
 }  // namespace
+
+LayerScaleSetting LayerScaleSetting::parse(const std::string& text) {
+  if (text == "none") return none();
+  if (text == "auto") return by_depth();
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !valid_init_value(v)) layerscale_error(text);
+  return fixed(v);
+}
+
+std::string LayerScaleSetting::str() const {
+  if (mode == Mode::none) return "none";
+  if (mode == Mode::by_depth) return "auto";
+  // The shortest text that reads back as the same double, with the exponent unpadded:
+  // 1e-4 is "1e-4" (not "0.0001" or "1e-04"), 0.1 is "0.1".
+  char buffer[64];
+  const auto [end, error] = std::to_chars(buffer, buffer + sizeof buffer, init_value);
+  std::string text(buffer, end);
+  const size_t e = text.find('e');
+  if (e != std::string::npos) {
+    size_t digits = e + 1 + (text[e + 1] == '-' || text[e + 1] == '+');
+    if (text[e + 1] == '+') text.erase(e + 1, 1), --digits;
+    while (digits + 1 < text.size() && text[digits] == '0') text.erase(digits, 1);
+  }
+  return text;
+}
+
+std::string to_string(NormKind kind) {
+  return kind == NormKind::layernorm ? "layernorm" : "learnable_scaler";
+}
+
+std::string to_string(GlobalPool pool) {
+  return pool == GlobalPool::token ? "token" : "avg";
+}
+
+NormKind parse_norm(const std::string& text, const std::string& key) {
+  if (text == "layernorm") return NormKind::layernorm;
+  if (text == "learnable_scaler") return NormKind::learnable_scaler;
+  throw Error(cat_str("ViTConfig: '", key, "' must be layernorm or learnable_scaler, got '", text,
+                      "'"));
+}
+
+GlobalPool parse_global_pool(const std::string& text, const std::string& key) {
+  if (text == "token") return GlobalPool::token;
+  if (text == "avg") return GlobalPool::avg;
+  throw Error(cat_str("ViTConfig: '", key, "' must be token or avg, got '", text, "'"));
+}
 
 void ViTConfig::validate() const {
   auto positive = [](const char* key, int64_t v) {
@@ -101,19 +149,20 @@ void ViTConfig::validate() const {
   check(parameters <= kMaxParameters, "ViTConfig: the model would have ", parameters,
         " parameters, more than the limit of ", kMaxParameters, " (depth ", depth, ", embed_dim ",
         embed_dim, ")");
-  check(norm == "layernorm" || norm == "learnable_scaler",
-        "ViTConfig: 'norm' must be layernorm or learnable_scaler, got '", norm, "'");
-  if (layerscale != "auto") parse_layerscale(layerscale);
-  check(global_pool == "token" || global_pool == "avg",
-        "ViTConfig: 'global_pool' must be token or avg, got '", global_pool, "'");
+  if (layerscale.mode == LayerScaleSetting::Mode::fixed && !valid_init_value(layerscale.init_value))
+    layerscale_error(layerscale.str());
   check(drop_path_rate >= 0 && drop_path_rate < 1, "ViTConfig: 'drop_path_rate' must be in "
         "[0, 1), got ", drop_path_rate);
   check(dropout >= 0 && dropout < 1, "ViTConfig: 'dropout' must be in [0, 1), got ", dropout);
 }
 
 double ViTConfig::layerscale_init() const {
-  if (layerscale == "auto") return depth <= 18 ? 0.1 : depth <= 24 ? 1e-5 : 1e-6;
-  return parse_layerscale(layerscale);
+  switch (layerscale.mode) {
+    case LayerScaleSetting::Mode::none: return 0.0;
+    case LayerScaleSetting::Mode::by_depth: return depth <= 18 ? 0.1 : depth <= 24 ? 1e-5 : 1e-6;
+    case LayerScaleSetting::Mode::fixed: break;
+  }
+  return layerscale.init_value;
 }
 
 json ViTConfig::to_json() const {
@@ -121,9 +170,9 @@ json ViTConfig::to_json() const {
           {"in_chans", in_chans},     {"num_classes", num_classes},
           {"embed_dim", embed_dim},   {"depth", depth},
           {"num_heads", num_heads},   {"mlp_ratio", mlp_ratio},
-          {"qkv_bias", qkv_bias},     {"norm", norm},
-          {"layerscale", layerscale}, {"grn", grn},
-          {"global_pool", global_pool}, {"drop_path_rate", drop_path_rate},
+          {"qkv_bias", qkv_bias},     {"norm", to_string(norm)},
+          {"layerscale", layerscale.str()}, {"grn", grn},
+          {"global_pool", to_string(global_pool)}, {"drop_path_rate", drop_path_rate},
           {"dropout", dropout}};
 }
 
@@ -142,13 +191,17 @@ ViTConfig ViTConfig::from_json(const json& j) {
   c.num_heads = field(j, "num_heads", c.num_heads, "an integer");
   c.mlp_ratio = field(j, "mlp_ratio", c.mlp_ratio, "a number");
   c.qkv_bias = field(j, "qkv_bias", c.qkv_bias, "true or false");
-  c.norm = field(j, "norm", c.norm, "a string");
-  if (j.contains("layerscale") && j.at("layerscale").is_number())
-    c.layerscale = nlohmann::json(j.at("layerscale").get<double>()).dump();
-  else
-    c.layerscale = field(j, "layerscale", c.layerscale, "none, auto or a number");
+  c.norm = parse_norm(field(j, "norm", to_string(c.norm), "a string"));
+  if (j.contains("layerscale") && j.at("layerscale").is_number()) {
+    const double v = j.at("layerscale").get<double>();
+    if (!valid_init_value(v)) layerscale_error(json(v).dump());
+    c.layerscale = LayerScaleSetting::fixed(v);
+  } else {
+    c.layerscale = LayerScaleSetting::parse(
+        field(j, "layerscale", c.layerscale.str(), "none, auto or a number"));
+  }
   c.grn = field(j, "grn", c.grn, "true or false");
-  c.global_pool = field(j, "global_pool", c.global_pool, "a string");
+  c.global_pool = parse_global_pool(field(j, "global_pool", to_string(c.global_pool), "a string"));
   c.drop_path_rate = field(j, "drop_path_rate", c.drop_path_rate, "a number");
   c.dropout = field(j, "dropout", c.dropout, "a number");
   c.validate();

@@ -1,13 +1,45 @@
-// The configuration of a ViT: plain data that round-trips to JSON, plus named presets.
+// The configuration of a ViT: plain data that round-trips to JSON, plus named presets. Its
+// choices are parsed once, where JSON or flags come in, into the enums below; their JSON
+// spellings are those of the checkpoints ("layernorm", "auto", "token", ...).
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "layers/token_norm.h"
 
 namespace vg {
+
+using nn::NormKind;  // layernorm | learnable_scaler
+
+enum class GlobalPool {
+  token,  // the class token after the final norm
+  avg,    // the mean of the patch tokens, then fc_norm
+};
+
+// LayerScale on every block: none, auto (CaiT's init value for the depth) or a fixed init.
+struct LayerScaleSetting {
+  enum class Mode { none, by_depth, fixed };
+  Mode mode = Mode::none;
+  double init_value = 0;  // Mode::fixed only
+
+  static LayerScaleSetting none() { return {}; }
+  static LayerScaleSetting by_depth() { return {Mode::by_depth, 0}; }
+  static LayerScaleSetting fixed(double init_value) { return {Mode::fixed, init_value}; }
+  // "none" | "auto" | a number in (0, 10]; anything else is a vg::Error.
+  static LayerScaleSetting parse(const std::string& text);
+  std::string str() const;  // "none", "auto" or the shortest form of the number ("1e-4")
+  bool enabled() const { return mode != Mode::none; }
+  bool operator==(const LayerScaleSetting&) const = default;
+};
+
+// The JSON and flag spellings of the enums; parse_* throw a vg::Error naming `key`.
+std::string to_string(NormKind kind);
+std::string to_string(GlobalPool pool);
+NormKind parse_norm(const std::string& text, const std::string& key = "norm");
+GlobalPool parse_global_pool(const std::string& text, const std::string& key = "global_pool");
 
 struct ViTConfig {
   int64_t img_size = 28;
@@ -19,17 +51,17 @@ struct ViTConfig {
   int64_t num_heads = 4;
   double mlp_ratio = 2.0;
   bool qkv_bias = true;
-  std::string norm = "layernorm";  // "layernorm" | "learnable_scaler"
-  std::string layerscale = "none";  // "none" | "auto" | a number such as "1e-4"
-  bool grn = false;                 // GlobalResponseNorm in every MLP
-  std::string global_pool = "token";  // "token" (cls) | "avg" (mean of the patch tokens)
-  double drop_path_rate = 0.0;      // rises linearly from 0 at block 0 to this at the last
-  double dropout = 0.0;             // after the positional embedding, in attention and MLP
+  NormKind norm = NormKind::layernorm;
+  LayerScaleSetting layerscale;  // none
+  bool grn = false;              // GlobalResponseNorm in every MLP
+  GlobalPool global_pool = GlobalPool::token;
+  double drop_path_rate = 0.0;  // rises linearly from 0 at block 0 to this at the last
+  double dropout = 0.0;         // after the positional embedding, in attention and MLP
 
   // Throws vg::Error naming the field when a value is out of range or inconsistent
   // (embed_dim not divisible by num_heads, img_size not divisible by patch_size, ...).
   void validate() const;
-  // The LayerScale init value: 0 for "none"; "auto" follows CaiT (Touvron et al. 2021):
+  // The LayerScale init value: 0 for none; auto follows CaiT (Touvron et al. 2021):
   // depth <= 18 -> 0.1, depth 24 -> 1e-5, deeper -> 1e-6. The paper names only those
   // points; we use 1e-5 for depths 19 to 24 and 1e-6 from 25 on.
   double layerscale_init() const;

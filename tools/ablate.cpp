@@ -104,10 +104,10 @@ void write_report(const std::vector<AblationRow>& rows, const TrainOptions& reci
 
 std::vector<std::pair<std::string, ViTConfig>> ablation_variants(const ViTConfig& base) {
   ViTConfig ln = base, ln_ls = base, ls = base, ls_grn = base;
-  ln.norm = ln_ls.norm = "layernorm";
-  ls.norm = ls_grn.norm = "learnable_scaler";
-  ln.layerscale = ls.layerscale = ls_grn.layerscale = "none";
-  ln_ls.layerscale = "auto";
+  ln.norm = ln_ls.norm = NormKind::layernorm;
+  ls.norm = ls_grn.norm = NormKind::learnable_scaler;
+  ln.layerscale = ls.layerscale = ls_grn.layerscale = LayerScaleSetting::none();
+  ln_ls.layerscale = LayerScaleSetting::by_depth();
   ln.grn = ln_ls.grn = ls.grn = false;
   ls_grn.grn = true;
   return {{"layernorm", ln},

@@ -57,22 +57,22 @@ std::string ablation_report(const std::vector<AblationRow>& rows, const TrainOpt
   md << "# Depth ablation: LayerNorm, LayerScale, LearnableScaler, GRN\n\n"
      << "`" << command << "`\n\n"
      << "Model: ViT depth " << m.depth << ", dim " << m.embed_dim << ", " << m.num_heads
-     << " heads, patch " << m.patch_size << ", MLP x" << m.mlp_ratio << ", " << m.global_pool
+     << " heads, patch " << m.patch_size << ", MLP x" << m.mlp_ratio << ", " << to_string(m.global_pool)
      << " pooling. Training (the same for every variant): " << describe_recipe(recipe, m.depth)
      << ".\n\n"
      << "| variant | norm | LayerScale | GRN | parameters | final test acc | best test acc | "
         "time | diverged |\n"
      << "|---|---|---|---|---:|---:|---:|---:|---|\n";
   for (const AblationRow& r : rows) {
-    const std::string ls = r.model.layerscale == "auto" ? "auto (" +
+    const std::string ls = r.model.layerscale.mode == LayerScaleSetting::Mode::by_depth ? "auto (" +
                                                               [&] {
                                                                 std::ostringstream s;
                                                                 s << r.model.layerscale_init();
                                                                 return s.str();
                                                               }() +
                                                               ")"
-                                                        : r.model.layerscale;
-    md << "| " << r.name << " | " << r.model.norm << " | " << ls << " | "
+                                                        : r.model.layerscale.str();
+    md << "| " << r.name << " | " << to_string(r.model.norm) << " | " << ls << " | "
        << (r.model.grn ? "yes" : "no") << " | " << r.parameters << " | "
        << percent(r.final_accuracy) << " | " << percent(r.best_accuracy) << " | "
        << minutes(r.seconds) << " | " << (r.diverged ? "yes" : "no") << " |\n";

@@ -18,34 +18,36 @@ namespace {
 
 struct Row {
   std::string name, type;
+  bool ran = false;  // false: fused into a neighbour (layers/fusion.h), counted there
   Shape output;
   int64_t params = 0;
   double flops = 0;
 };
 
-int64_t count_params(const nn::Module& m) { return m.num_parameters(); }
-
-// The input shape each listed module sees in a ViT forward pass of `batch` images.
-Shape input_of(const std::string& path, const ViT& model, int64_t batch) {
+// One traced forward pass of `batch` zero images: a row per top-level part and per part of
+// a block (blocks.3.attn), not deeper, with the output shape and FLOPs the run recorded.
+std::vector<Row> summarise(ViT& model, int64_t batch, double* total_flops) {
   const ViTConfig& c = model.config();
-  const Shape tokens{batch, c.num_patches() + 1, c.embed_dim};
-  if (path == "patch_embed") return {batch, c.img_size, c.img_size, c.in_chans};
-  if (path == "head" || path == "fc_norm") return {batch, c.embed_dim};
-  return tokens;
-}
-
-std::vector<Row> summarise(ViT& model, int64_t batch) {
+  nn::ForwardTrace trace;
+  {
+    NoGradGuard no_grad;
+    FlopCounter flops;
+    model(zeros({batch, c.img_size, c.img_size, c.in_chans}));
+    *total_flops = flops.total();
+  }
   std::vector<Row> rows;
   for (auto& [path, module] : model.named_modules()) {
-    // One row per top-level part and per part of a block (blocks.3.attn), not deeper.
     const size_t dots = std::count(path.begin(), path.end(), '.');
     const bool in_block = path.rfind("blocks.", 0) == 0;
     if (path.empty() || dots > (in_block ? 2u : 0u)) continue;
-    Row r{path, module->type_name(), {}};
-    const Shape in = input_of(path, model, batch);
-    r.output = module->output_shape(in);
-    r.params = count_params(*module);
-    r.flops = module->flop_count(in);
+    Row r{path, module->type_name()};
+    r.params = module->num_parameters();
+    for (const nn::ForwardTrace::Call& call : trace.calls()) {
+      if (call.path != path) continue;
+      r.ran = true;
+      r.output = call.output;
+      r.flops += call.flops;
+    }
     if (r.params == 0 && r.flops == 0) continue;  // eval-mode dropout and friends
     rows.push_back(r);
   }
@@ -81,14 +83,17 @@ int run_summary(const std::vector<std::string>& argv) {
   const int64_t batch = args.integer("--batch", 1, 1, 1 << 20);
   ViT model(config);
   model.eval();
-  const std::vector<Row> rows = summarise(model, batch);
-  const Shape images{batch, config.img_size, config.img_size, config.in_chans};
-  const double total_flops = model.flop_count(images);
+  double total_flops = 0;
+  const std::vector<Row> rows = summarise(model, batch, &total_flops);
   if (args.on("--json")) {
     nlohmann::json layers = nlohmann::json::array();
     for (const Row& r : rows)
-      layers.push_back({{"name", r.name}, {"type", r.type}, {"output_shape", r.output},
-                        {"parameters", r.params}, {"flops", r.flops}});
+      layers.push_back({{"name", r.name},
+                        {"type", r.type},
+                        {"output_shape", r.ran ? nlohmann::json(r.output) : nlohmann::json()},
+                        {"fused", !r.ran},
+                        {"parameters", r.params},
+                        {"flops", r.flops}});
     std::cout << nlohmann::json{{"config", config.to_json()},
                                 {"layers", layers},
                                 {"total_parameters", model.num_parameters()},
@@ -104,13 +109,14 @@ int run_summary(const std::vector<std::string>& argv) {
             << std::string(86, '-') << "\n";
   for (const Row& r : rows)
     std::cout << std::left << std::setw(24) << r.name << std::setw(20) << r.type << std::setw(16)
-              << shape_str(r.output) << std::right << std::setw(12) << r.params << std::setw(14)
-              << human(r.flops) << "\n";
+              << (r.ran ? shape_str(r.output) : "fused") << std::right << std::setw(12)
+              << r.params << std::setw(14) << (r.ran ? human(r.flops) : "-") << "\n";
   std::cout << std::string(86, '-') << "\n"
             << std::left << std::setw(60) << "total" << std::right << std::setw(12)
             << model.num_parameters() << std::setw(14) << human(total_flops) << "\n"
-            << "(forward pass of " << batch << " image" << (batch > 1 ? "s" : "")
-            << "; a training step costs about 3x)\n";
+            << "(FLOPs as the ops count them in one forward pass of " << batch << " image"
+            << (batch > 1 ? "s" : "") << "; a training step costs about 3x;\n"
+            << " fused: runs inside the neighbouring linear, which counts its FLOPs)\n";
   return 0;
 }
 

@@ -47,10 +47,15 @@ ViTConfig model_from_flags(const ArgParser& args) {
   c.num_heads = args.integer("--heads", c.num_heads, 1, 4096);
   c.patch_size = args.integer("--patch", c.patch_size, 1, 4096);
   c.mlp_ratio = args.number("--mlp-ratio", c.mlp_ratio, 1e-3, 64);
-  c.norm = args.choice("--norm", c.norm, {"layernorm", "learnable_scaler"});
-  c.layerscale = args.text("--layerscale", c.layerscale);
+  c.norm = parse_norm(args.choice("--norm", to_string(c.norm), {"layernorm", "learnable_scaler"}));
+  try {
+    c.layerscale = LayerScaleSetting::parse(args.text("--layerscale", c.layerscale.str()));
+  } catch (const Error& e) {
+    args.fail(e.what());
+  }
   if (args.on("--grn")) c.grn = true;
-  c.global_pool = args.choice("--pool", c.global_pool, {"token", "avg"});
+  c.global_pool =
+      parse_global_pool(args.choice("--pool", to_string(c.global_pool), {"token", "avg"}));
   c.drop_path_rate = args.number("--drop-path", c.drop_path_rate, 0, 0.999);
   c.dropout = args.number("--dropout", c.dropout, 0, 0.999);
   try {

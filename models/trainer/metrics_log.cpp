@@ -67,7 +67,7 @@ void MetricsLog::on_step(Run& run, StepReport& r) {
                    {"lr", r.lr},
                    {"grad_norm", r.grad_norm},
                    {"images_per_s", window_seconds_ > 0 ? window_.count / window_seconds_ : 0}};
-    if (run.model->config().layerscale != "none" || run.model->block(0).has_layerscale())
+    if (run.model->config().layerscale.enabled() || run.model->block(0).has_layerscale())
       record["layerscale"] = gamma_magnitudes(*run.model, false);
     if (run.model->config().grn) record["grn"] = gamma_magnitudes(*run.model, true);
     if (run.options.aux.any()) record["aux_loss"] = r.aux_loss;  // of the last step

@@ -172,12 +172,11 @@ TEST_CASE("GRN passes gradcheck on 3-, 4- and 5-D inputs, gamma and beta") {
 
 TEST_CASE("GRN counts 6 * num_tokens * dim FLOPs, as the forward records") {
   GlobalResponseNorm grn(256);
-  CHECK(grn.flop_count(int64_t{8 * 49}) == 6.0 * 8 * 49 * 256);
-  CHECK(grn.flop_count(Shape{8, 49, 256}) == 6.0 * 8 * 49 * 256);
-  CHECK(grn.flop_count(Shape{8, 7, 7, 256}) == 6.0 * 8 * 49 * 256);
-  FlopCounter flops;
-  grn(zeros({8, 7, 7, 256}));
-  CHECK(flops.total() == 6.0 * 8 * 49 * 256);
+  for (const Shape& s : {Shape{8, 49, 256}, Shape{8, 7, 7, 256}}) {
+    FlopCounter flops;
+    grn(zeros(s));
+    CHECK(flops.total() == 6.0 * 8 * 49 * 256);
+  }
 }
 
 TEST_CASE("GRN rejects a channel mismatch and an input without a spatial axis") {
@@ -191,6 +190,5 @@ TEST_CASE("GRN rejects a channel mismatch and an input without a spatial axis") 
                        "least one spatial axis, got shape [8,256]",
                        Error);
   CHECK_THROWS_AS(grn(zeros({256})), Error);
-  CHECK_THROWS_AS(grn.flop_count(Shape{8, 49, 128}), Error);
-  CHECK_THROWS_AS(grn.output_shape({8, 256}), Error);
+  CHECK_THROWS_AS(grn(zeros({8, 49, 128})), Error);
 }

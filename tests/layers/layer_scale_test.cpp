@@ -41,7 +41,6 @@ TEST_CASE("LayerScale scales every channels-last rank: (B,T,C), (B,H,W,C), (B,T,
     const Tensor y = ls(x);
     CHECK(y.shape() == shape);
     CHECK(y.to_vector() == mul(x, 2.0).to_vector());
-    CHECK(ls.output_shape(shape) == shape);
   }
 }
 
@@ -72,12 +71,11 @@ TEST_CASE("LayerScale passes gradcheck on 3-, 4- and 5-D inputs and gamma") {
 
 TEST_CASE("LayerScale counts num_tokens * dim FLOPs, as the forward records") {
   LayerScale ls(768);
-  CHECK(ls.flop_count(int64_t{392}) == 392.0 * 768);
-  CHECK(ls.flop_count(Shape{2, 196, 768}) == 392.0 * 768);
-  CHECK(ls.flop_count(Shape{2, 14, 14, 768}) == 392.0 * 768);
-  FlopCounter flops;
-  ls(zeros({2, 196, 768}));
-  CHECK(flops.total() == 392.0 * 768);
+  for (const Shape& s : {Shape{2, 196, 768}, Shape{2, 14, 14, 768}}) {
+    FlopCounter flops;
+    ls(zeros(s));
+    CHECK(flops.total() == 392.0 * 768);
+  }
 }
 
 TEST_CASE("LayerScale rejects a channel mismatch with a message naming the shapes") {
@@ -85,8 +83,6 @@ TEST_CASE("LayerScale rejects a channel mismatch with a message naming the shape
   const char* message =
       "LayerScale(dim=768): input last axis is 512, expected 768 (input shape [2,196,512])";
   CHECK_THROWS_WITH_AS(ls(zeros({2, 196, 512})), message, Error);
-  CHECK_THROWS_WITH_AS(ls.flop_count(Shape{2, 196, 512}), message, Error);
-  CHECK_THROWS_WITH_AS(ls.output_shape({2, 196, 512}), message, Error);
   // A channels-first image is a mismatch too, not a silent broadcast.
   CHECK_THROWS_AS(ls(zeros({2, 768, 7, 7})), Error);
 }

@@ -6,7 +6,6 @@
 #include "tests/layers/module_gradcheck.h"
 
 using namespace vg;
-using vg::nn::GELU;
 using vg::nn::Mlp;
 using vg::testing::expect_module_gradients;
 using vg::testing::max_abs_diff;
@@ -78,52 +77,16 @@ TEST_CASE("Mlp with GRN: token 0 (the cls token) takes part in every token's nor
   CHECK(max_abs_diff(select(before, 1, 2), select(after, 1, 2)) > 1e-6);
 }
 
-TEST_CASE("Mlp without active dropout runs act, [GRN,] fc2 as one fused op, same bits") {
+TEST_CASE("Mlp runs its modules one by one: fc1, act, [GRN,] fc2 (fused only inside a Block)") {
   for (bool use_grn : {false, true}) {
     INFO("use_grn ", use_grn);
     Rng rng(11);
-    Mlp mlp(16, 64, use_grn, 0.0, rng);
-    mlp.to(DType::f64);
-    randomize_parameters(mlp, 12);
-    mlp.to(DType::f32);  // the vectorised float GELU, as in training
-    GELU act;
-    const Tensor x0 = randn({3, 7, 16}, rng), dy = randn({3, 7, 16}, rng);
-    std::vector<std::vector<double>> runs;
-    for (bool chain : {false, true}) {
-      mlp.zero_grad();
-      Tensor x = x0.detach().clone().set_requires_grad();
-      Tensor y;
-      if (chain) {
-        Tensor a = act(mlp.fc1()(x));
-        y = mlp.fc2()(use_grn ? (*mlp.grn())(a) : a);
-      } else {
-        y = mlp(x);
-      }
-      const char* fused_op = use_grn ? "gelu_grn_linear" : "gelu_linear";
-      CHECK(std::string(y.grad_fn()->op) == (chain ? "linear" : fused_op));
-      y.backward(dy);
-      std::vector<double> all = y.to_vector();
-      std::vector<Tensor> grads{x.grad()};
-      for (const auto& p : mlp.named_parameters()) grads.push_back(p.tensor.grad());
-      for (const Tensor& t : grads)
-        for (double e : t.to_vector()) all.push_back(e);
-      runs.push_back(all);
-    }
-    CHECK(runs[0] == runs[1]);
+    Mlp mlp(4, 8, use_grn, 0.0, rng);
+    const Tensor y = mlp(randn({2, 3, 4}, rng).set_requires_grad());
+    REQUIRE(y.grad_fn());
+    CHECK(std::string(y.grad_fn()->op) == "linear");
+    CHECK(y.grad_fn()->module == "fc2");
   }
-}
-
-TEST_CASE("Mlp keeps GELU and fc2 apart where dropout acts between them") {
-  Rng rng(13);
-  Mlp mlp(4, 8, false, 0.25, rng, std::make_shared<Rng>(14));
-  const Tensor x = randn({2, 3, 4}, rng).set_requires_grad();
-  // Training: drop2 -> fc2 -> drop1 -> act. Eval: both dropouts are the identity.
-  const Tensor trained = mlp(x);
-  REQUIRE(trained.grad_fn());
-  CHECK(std::string(trained.grad_fn()->op) == "dropout");
-  CHECK(std::string(trained.grad_fn()->inputs[0].node->op) == "linear");
-  mlp.eval();
-  CHECK(std::string(mlp(x).grad_fn()->op) == "gelu_linear");
 }
 
 TEST_CASE("Mlp passes gradcheck for the input and every parameter, with and without GRN") {
@@ -143,17 +106,15 @@ TEST_CASE("Mlp counts fc1, GELU, GRN and fc2, as the forward records") {
   Mlp mlp(8, 16, true, 0.0, rng);
   // rows = 2*5: fc1 2*10*8*16 + 10*16, GELU 8*10*16, GRN 6*10*16, fc2 2*10*16*8 + 10*8.
   const double expected = (2560 + 160) + 1280 + 960 + (2560 + 80);
-  CHECK(mlp.flop_count(Shape{2, 5, 8}) == expected);
   FlopCounter flops;
   mlp(zeros({2, 5, 8}));
   CHECK(flops.total() == expected);
 }
 
-TEST_CASE("Mlp without GRN counts fc1, GELU and fc2, as the fused forward records") {
+TEST_CASE("Mlp without GRN counts fc1, GELU and fc2, as the forward records") {
   Rng rng(1);
   Mlp mlp(8, 16, false, 0.0, rng);
   const double expected = (2560 + 160) + 1280 + (2560 + 80);
-  CHECK(mlp.flop_count(Shape{2, 5, 8}) == expected);
   FlopCounter flops;
   mlp(zeros({2, 5, 8}));
   CHECK(flops.total() == expected);
@@ -164,5 +125,4 @@ TEST_CASE("Mlp rejects an input whose last axis is not dim") {
   Mlp mlp(8, 16, true, 0.0, rng);
   CHECK_THROWS_WITH_AS(mlp(zeros({2, 5, 4})), doctest::Contains("input last axis is 4, expected 8"),
                        Error);
-  CHECK_THROWS_AS(mlp.flop_count(Shape{2, 5, 4}), Error);
 }

@@ -14,19 +14,26 @@ namespace {
 // A two-level tree: an own parameter, a Linear "inner" and, below "stage", a LayerScale.
 class Stage : public Module {
  public:
-  Stage() : Module("Stage") { register_module("scale", std::make_shared<nn::LayerScale>(2, 0.5)); }
-  double flop_count(const Shape&) const override { return 0; }
+  Stage() : Module("Stage") {
+    scale = register_module("scale", std::make_shared<nn::LayerScale>(2, 0.5));
+  }
+  Tensor forward(const Tensor& x) override { return (*scale)(x); }
+  std::shared_ptr<nn::LayerScale> scale;
 };
 
 class Toy : public Module {
  public:
   Toy() : Module("Toy") {
     Rng rng(1);
-    register_parameter("offset", full({2}, 3.0), {.no_weight_decay = true});
-    register_module("inner", std::make_shared<nn::Linear>(3, 2, true, rng));
-    register_module("stage", std::make_shared<Stage>());
+    offset = register_parameter("offset", full({2}, 3.0), {.no_weight_decay = true});
+    inner = register_module("inner", std::make_shared<nn::Linear>(3, 2, true, rng));
+    stage = register_module("stage", std::make_shared<Stage>());
   }
-  double flop_count(const Shape&) const override { return 0; }
+  // x (..., 3) -> stage(inner(x)) + offset.
+  Tensor forward(const Tensor& x) override { return add((*stage)((*inner)(x)), offset); }
+  Tensor offset;
+  std::shared_ptr<nn::Linear> inner;
+  std::shared_ptr<Stage> stage;
   void add_twice() { register_parameter("offset", zeros({1})); }
 };
 
@@ -116,4 +123,40 @@ TEST_CASE(
   toy.load_state_dict(missing, /*strict=*/false);
   CHECK(values(toy.named_parameters()[0].tensor) == std::vector<double>{9, 9});
   CHECK_THROWS_AS(toy.load_state_dict(misshaped, false), Error);
+}
+
+TEST_CASE("Calling a module records its ops under its path; forward alone adds no scope") {
+  Toy toy;
+  const Tensor y = toy(ones({4, 3}));
+  // add (the root, path "") <- stage.scale's channel_affine <- inner's linear.
+  REQUIRE(y.grad_fn());
+  CHECK(y.grad_fn()->module == "");
+  const auto& scaled = y.grad_fn()->inputs[0].node;
+  REQUIRE(scaled);
+  CHECK(scaled->module == "stage.scale");
+  REQUIRE(scaled->inputs[0].node);
+  CHECK(scaled->inputs[0].node->module == "inner");
+  CHECK(current_module_path().empty());
+}
+
+TEST_CASE("ForwardTrace notes each module call: path, type, output shape and FLOPs as run") {
+  Toy toy;
+  nn::ForwardTrace trace;
+  toy(ones({4, 3}));
+  // inner: 2*4*3*2 + 4*2 (bias) = 56; stage.scale: one multiply per element, 8; the root's
+  // add of offset: 8 more.
+  std::vector<std::string> seen;
+  for (const auto& call : trace.calls())
+    seen.push_back(
+        cat_str(call.path, ":", call.type, ":", shape_str(call.output), ":", call.flops));
+  CHECK(seen == std::vector<std::string>{":Toy:[4,2]:72", "inner:Linear:[4,2]:56",
+                                         "stage:Stage:[4,2]:8", "stage.scale:LayerScale:[4,2]:8"});
+  // A forward outside any trace notes nothing.
+  const size_t calls = trace.calls().size();
+  {
+    nn::ForwardTrace inner_trace;
+    toy(ones({1, 3}));
+    CHECK(inner_trace.calls().size() == 4);
+  }
+  CHECK(trace.calls().size() == calls);
 }

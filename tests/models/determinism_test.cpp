@@ -21,7 +21,7 @@ namespace {
 std::vector<std::vector<double>> training_step(int threads) {
   set_num_threads(threads);
   ViTConfig config = preset("fmnist-tiny");
-  config.layerscale = "1e-4";
+  config.layerscale = LayerScaleSetting::fixed(1e-4);
   config.grn = true;
   ViT model(config, 7);
   Rng rng(3);

@@ -41,7 +41,7 @@ TEST_CASE("ModelEma starts as a copy of the model, in eval mode") {
 
 TEST_CASE("ModelEma.update computes p_ema = d * p_ema + (1 - d) * p, LayerScale gammas included") {
   ViTConfig config = small_config(2);
-  config.layerscale = "0.1";
+  config.layerscale = LayerScaleSetting::fixed(0.1);
   config.grn = true;
   ViT model(config, 1);
   ModelEma ema(model, 0.9);

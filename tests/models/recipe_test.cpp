@@ -17,8 +17,8 @@ using nlohmann::json;
 TEST_CASE("fmnist-ls-recipe: LearnableScaler everywhere, no LayerScale, and its training") {
   const TrainOptions o = training_defaults("fmnist-ls-recipe");
   CHECK(o.model == preset("fmnist-ls-recipe"));
-  CHECK(o.model.norm == "learnable_scaler");
-  CHECK(o.model.layerscale == "none");
+  CHECK(o.model.norm == NormKind::learnable_scaler);
+  CHECK(o.model.layerscale == LayerScaleSetting::none());
   CHECK(o.model.depth == 24);
   CHECK(o.opt == "lamb");
   CHECK(o.wd == 0.02);

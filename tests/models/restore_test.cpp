@@ -28,7 +28,7 @@ ViTConfig small_config() {
   c.depth = 1;
   c.num_heads = 2;
   c.num_classes = 10;
-  c.layerscale = "1e-4";
+  c.layerscale = LayerScaleSetting::fixed(1e-4);
   c.grn = true;
   c.dropout = 0.1;
   return c;

@@ -16,7 +16,7 @@ TEST_CASE("gradient accumulation over k micro-batches of a ViT equals one big ba
   config.embed_dim = 16;
   config.depth = 2;
   config.num_heads = 2;
-  config.layerscale = "0.1";
+  config.layerscale = LayerScaleSetting::fixed(0.1);
   config.grn = true;
   Rng rng(3);
   const Tensor images = randn({8, 28, 28, 1}, rng, DType::f64);

@@ -18,10 +18,10 @@ TEST_CASE("ViTConfig round-trips through JSON, every field included") {
   c.num_heads = 3;
   c.mlp_ratio = 3.5;
   c.qkv_bias = false;
-  c.norm = "learnable_scaler";
-  c.layerscale = "1e-4";
+  c.norm = NormKind::learnable_scaler;
+  c.layerscale = LayerScaleSetting::fixed(1e-4);
   c.grn = true;
-  c.global_pool = "avg";
+  c.global_pool = GlobalPool::avg;
   c.drop_path_rate = 0.15;
   c.dropout = 0.05;
   const json j = c.to_json();
@@ -42,9 +42,37 @@ TEST_CASE("ViTConfig fills missing keys with the defaults and reads a numeric la
   CHECK(ViTConfig::from_json({{"layerscale", "none"}}).layerscale_init() == 0);
 }
 
+TEST_CASE("The choices are parsed once into enums and written back in the same spellings") {
+  for (const char* text : {"none", "auto", "1e-4", "0.1", "1e-5", "2.5", "10"})
+    CHECK(LayerScaleSetting::parse(text).str() == text);
+  // Older checkpoints wrote the number in another form; it reads as the same value.
+  CHECK(LayerScaleSetting::parse("0.0001") == LayerScaleSetting::fixed(1e-4));
+  CHECK(LayerScaleSetting::parse("1e-05") == LayerScaleSetting::fixed(1e-5));
+  CHECK(LayerScaleSetting::parse("auto").mode == LayerScaleSetting::Mode::by_depth);
+  CHECK(parse_norm("learnable_scaler") == NormKind::learnable_scaler);
+  CHECK(to_string(parse_norm("layernorm")) == "layernorm");
+  CHECK(parse_global_pool("avg") == GlobalPool::avg);
+  CHECK(to_string(GlobalPool::token) == "token");
+  const ViTConfig old = ViTConfig::from_json({{"layerscale", "0.0001"}, {"norm", "layernorm"}});
+  CHECK(old.layerscale_init() == 1e-4);
+  CHECK(old.to_json().at("layerscale") == "1e-4");
+  CHECK_THROWS_WITH_AS(ViTConfig::from_json({{"norm", "batchnorm"}}),
+                       "ViTConfig: 'norm' must be layernorm or learnable_scaler, got 'batchnorm'",
+                       Error);
+  CHECK_THROWS_WITH_AS(LayerScaleSetting::parse("1e-4x"),
+                       "ViTConfig: 'layerscale' must be none, auto or a positive number, got "
+                       "'1e-4x'",
+                       Error);
+  ViTConfig bad;
+  bad.layerscale = LayerScaleSetting::fixed(-1);
+  CHECK_THROWS_WITH_AS(bad.validate(),
+                       "ViTConfig: 'layerscale' must be none, auto or a positive number, got '-1'",
+                       Error);
+}
+
 TEST_CASE("LayerScale 'auto' follows the CaiT rule: <= 18 -> 0.1, <= 24 -> 1e-5, deeper 1e-6") {
   ViTConfig c;
-  c.layerscale = "auto";
+  c.layerscale = LayerScaleSetting::by_depth();
   const std::vector<std::pair<int64_t, double>> expected{
       {1, 0.1}, {12, 0.1}, {18, 0.1}, {19, 1e-5}, {24, 1e-5}, {25, 1e-6}, {36, 1e-6}, {48, 1e-6}};
   for (const auto& [depth, init] : expected) {
@@ -94,7 +122,7 @@ TEST_CASE("presets: fmnist-tiny is the small default, a deep preset has depth >=
   CHECK(tiny.img_size == 28);
   CHECK(tiny.in_chans == 1);
   CHECK(tiny.num_classes == 10);
-  CHECK(tiny.layerscale == "none");
+  CHECK(tiny.layerscale == LayerScaleSetting::none());
   bool has_deep = false;
   for (const std::string& name : names) {
     const ViTConfig c = preset(name);
@@ -105,7 +133,7 @@ TEST_CASE("presets: fmnist-tiny is the small default, a deep preset has depth >=
   CHECK(has_deep);
   CHECK(preset("fmnist-deep").depth == 24);
   CHECK(preset("fmnist-deep").layerscale_init() == 1e-5);
-  CHECK(preset("fmnist-ls36").norm == "learnable_scaler");
+  CHECK(preset("fmnist-ls36").norm == NormKind::learnable_scaler);
   CHECK_THROWS_WITH_AS(preset("imagenet"),
                        doctest::Contains("unknown preset 'imagenet' (known: fmnist-tiny"), Error);
 }

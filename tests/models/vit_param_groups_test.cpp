@@ -86,7 +86,7 @@ TEST_CASE("fmnist-tiny: parameter-group membership by name") {
 TEST_CASE("LayerScale, GRN and LearnableScaler parameters never decay") {
   ViTConfig ls_grn = preset("fmnist-tiny");
   ls_grn.depth = 2;
-  ls_grn.layerscale = "1e-4";
+  ls_grn.layerscale = LayerScaleSetting::fixed(1e-4);
   ls_grn.grn = true;
   check_groups(ls_grn,
                join({{"cls_token", "pos_embed", "patch_embed.proj.bias"},
@@ -101,8 +101,8 @@ TEST_CASE("LayerScale, GRN and LearnableScaler parameters never decay") {
 
   ViTConfig scaler = preset("fmnist-tiny");
   scaler.depth = 2;
-  scaler.norm = "learnable_scaler";
-  scaler.global_pool = "avg";
+  scaler.norm = NormKind::learnable_scaler;
+  scaler.global_pool = GlobalPool::avg;
   check_groups(scaler,
                join({{"cls_token", "pos_embed", "patch_embed.proj.bias"},
                      per_block(2, {"norm1.a", "norm1.b", "attn.qkv.bias", "attn.proj.bias",

@@ -45,10 +45,10 @@ Tensor reference_forward(ViT& model, const Tensor& images) {
   x = add(cat({broadcast_to(cls, {B, 1, E}), x}, 1), p.at("pos_embed"));
   for (int64_t i = 0; i < model.depth(); ++i) x = model.block(i)(x);
   Tensor pooled;
-  if (model.config().global_pool == "token")
-    pooled = select(nn::apply_norm(submodule(model, "norm"), x), 1, 0);
+  if (model.config().global_pool == GlobalPool::token)
+    pooled = select(submodule(model, "norm")(x), 1, 0);
   else
-    pooled = nn::apply_norm(submodule(model, "fc_norm"), mean(slice(x, 1, 1, T + 1), {1}));
+    pooled = submodule(model, "fc_norm")(mean(slice(x, 1, 1, T + 1), {1}));
   return submodule<nn::Linear>(model, "head")(pooled);
 }
 
@@ -65,7 +65,7 @@ TEST_CASE("fmnist-tiny has 205,962 parameters, 206,730 with LayerScale (2 x dim 
   ViTConfig config = preset("fmnist-tiny");
   const ViT plain(config);
   CHECK(plain.num_parameters() == 205962);
-  config.layerscale = "1e-4";
+  config.layerscale = LayerScaleSetting::fixed(1e-4);
   const ViT with_ls(config);
   CHECK(with_ls.num_parameters() == 206730);
   CHECK(with_ls.num_parameters() - plain.num_parameters() == 2 * 64 * 6);
@@ -95,13 +95,13 @@ TEST_CASE("ViT::add_layerscale records LayerScale in the config, so the model re
   CHECK_THROWS_AS(plain.add_layerscale(-1), Error);
   CHECK_THROWS_AS(plain.add_layerscale(std::nan("")), Error);
   CHECK(plain.num_parameters() == 205962);
-  CHECK(plain.config().layerscale == "none");
+  CHECK(plain.config().layerscale == LayerScaleSetting::none());
 }
 
 TEST_CASE("ViT parameters carry timm's names, shapes and no-weight-decay tags") {
   ViTConfig config = small_config(2);
   config.in_chans = 3;
-  config.layerscale = "0.1";
+  config.layerscale = LayerScaleSetting::fixed(0.1);
   config.grn = true;
   const ViT model(config);
   std::vector<Entry> expected{{"cls_token", {1, 1, 16}, true},
@@ -152,8 +152,8 @@ TEST_CASE("ViT parameters carry timm's names, shapes and no-weight-decay tags") 
 
 TEST_CASE("With LearnableScaler every norm has a and b; avg pooling uses fc_norm, as timm") {
   ViTConfig config = small_config(1);
-  config.norm = "learnable_scaler";
-  config.global_pool = "avg";
+  config.norm = NormKind::learnable_scaler;
+  config.global_pool = GlobalPool::avg;
   const ViT model(config);
   std::vector<std::tuple<std::string, bool>> norms;
   for (const Entry& e : entries(model))
@@ -184,11 +184,11 @@ TEST_CASE("ViT initialises as timm: cls ~ N(0, 1e-6), pos_embed and Linear ~ N(0
 }
 
 TEST_CASE("ViT forward: cls first, then pos_embed, blocks, and 'token' or 'avg' pooling") {
-  for (const std::string pool : {"token", "avg"}) {
-    INFO("global_pool ", pool);
+  for (const GlobalPool pool : {GlobalPool::token, GlobalPool::avg}) {
+    INFO("global_pool ", to_string(pool));
     ViTConfig config = small_config(2);
     config.global_pool = pool;
-    config.layerscale = "0.1";
+    config.layerscale = LayerScaleSetting::fixed(0.1);
     config.grn = true;
     ViT model(config, 5);
     model.to(DType::f64);
@@ -220,7 +220,7 @@ TEST_CASE("ViT of depth 1 and depth 48 builds, runs forward and backward") {
   for (int64_t depth : {1, 48}) {
     INFO("depth ", depth);
     ViTConfig config = small_config(depth);
-    config.layerscale = "auto";
+    config.layerscale = LayerScaleSetting::by_depth();
     ViT model(config, 1);
     CHECK(model.depth() == depth);
     // small_config: 16*1*49+16 + 16 + 17*16 + per block 2*(2*16) + 48*16+48 + 16*16+16 +
@@ -242,27 +242,33 @@ TEST_CASE("ViT of depth 1 and depth 48 builds, runs forward and backward") {
   }
 }
 
-TEST_CASE("ViT counts the FLOPs its forward records, for both poolings") {
-  for (const std::string pool : {"token", "avg"}) {
-    INFO("global_pool ", pool);
+TEST_CASE("ViT's traced parts account for every FLOP of its forward, for both poolings") {
+  for (const GlobalPool pool : {GlobalPool::token, GlobalPool::avg}) {
+    INFO("global_pool ", to_string(pool));
     ViTConfig config = small_config(2);
     config.global_pool = pool;
-    config.layerscale = "0.1";
+    config.layerscale = LayerScaleSetting::fixed(0.1);
     config.grn = true;
     ViT model(config);
-    const Shape images{2, 28, 28, 1};
+    nn::ForwardTrace trace;
     FlopCounter flops;
-    model(zeros(images));
-    CHECK(model.flop_count(images) == flops.total());
-    CHECK(model.output_shape(images) == Shape{2, 10});
+    CHECK(model(zeros({2, 28, 28, 1})).shape() == Shape{2, 10});
+    double parts = 0;  // the children's: patch_embed, blocks.i, norm or fc_norm, head
+    for (const auto& call : trace.calls())
+      for (const auto& [name, child] : model.children())
+        parts += call.path == name ? call.flops : 0;
+    // Outside the parts: the positional embedding's add over (2, 17, 16), and for avg
+    // pooling the mean over the 16 patch tokens (a sum per element and a scale per output).
+    const double glue = 2 * 17 * 16 + (pool == GlobalPool::avg ? 2 * 16 * 16 + 2 * 16 : 0);
+    CHECK(flops.total() == parts + glue);
   }
 }
 
 TEST_CASE("A depth-2 ViT with LayerScale and GRN passes gradcheck end to end, each norm kind") {
   // Tiny sizes keep it fast: 8x8x1 images, patch 4 (4 tokens + cls), dim 8, 2 heads. The two
   // runs cover both norm kinds and both poolings.
-  for (const auto& [norm, pool] :
-       {std::pair<std::string, std::string>{"layernorm", "token"}, {"learnable_scaler", "avg"}}) {
+  for (const auto& [norm, pool] : {std::pair{NormKind::layernorm, GlobalPool::token},
+                                   std::pair{NormKind::learnable_scaler, GlobalPool::avg}}) {
     ViTConfig config;
     config.img_size = 8;
     config.patch_size = 4;
@@ -272,15 +278,15 @@ TEST_CASE("A depth-2 ViT with LayerScale and GRN passes gradcheck end to end, ea
     config.depth = 2;
     config.num_heads = 2;
     config.norm = norm;
-    config.layerscale = "0.1";
+    config.layerscale = LayerScaleSetting::fixed(0.1);
     config.grn = true;
     config.global_pool = pool;
     ViT model(config, 8);
     model.to(DType::f64);
     randomize_parameters(model, 9, 0.4);
     const std::vector<int32_t> labels{2, 0};
-    const std::string what =
-        "ViT depth 2 (" + norm + ", " + pool + " pooling, LayerScale, GRN) -> cross_entropy";
+    const std::string what = "ViT depth 2 (" + to_string(norm) + ", " + to_string(pool) +
+                             " pooling, LayerScale, GRN) -> cross_entropy";
     expect_gradients_at_step(
         what, [&](const std::vector<Tensor>& in) { return cross_entropy(model(in[0]), labels); },
         input_and_parameters(variable({2, 8, 8, 1}, 10), model));
@@ -292,7 +298,7 @@ TEST_CASE("ViT rejects images of the wrong shape and weights of another configur
   ViT copy(small_config(1));
   CHECK_THROWS_WITH_AS(copy(zeros({2, 32, 32, 1})),
                        doctest::Contains("images must be (B, 28, 28, 1), got [2,32,32,1]"), Error);
-  CHECK_THROWS_AS(copy.output_shape({2, 28, 28, 3}), Error);
+  CHECK_THROWS_AS(copy(zeros({2, 28, 28, 3})), Error);
   ViTConfig wider = small_config(1);
   wider.embed_dim = 32;
   CHECK_THROWS_WITH_AS(copy.load_state_dict(ViT(wider).state_dict()),
