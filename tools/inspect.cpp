@@ -40,7 +40,9 @@ std::vector<Row> summarise(ViT& model, int64_t batch, double* total_flops) {
     const size_t dots = std::count(path.begin(), path.end(), '.');
     const bool in_block = path.rfind("blocks.", 0) == 0;
     if (path.empty() || dots > (in_block ? 2u : 0u)) continue;
-    Row r{path, module->type_name()};
+    Row r;
+    r.name = path;
+    r.type = module->type_name();
     r.params = module->num_parameters();
     for (const nn::ForwardTrace::Call& call : trace.calls()) {
       if (call.path != path) continue;
