@@ -6,6 +6,7 @@
 #include "engine/autograd/autograd.h"
 #include "engine/core/parallel.h"
 #include "engine/kernels/block_copy.h"
+#include "engine/kernels/elementwise_apply.h"
 #include "engine/kernels/permute_copy.h"
 #include "engine/ops/broadcast.h"
 #include "engine/ops/ops.h"
@@ -137,13 +138,8 @@ Tensor broadcast_to(const Tensor& a, const Shape& shape) {
   Tensor out = Tensor::empty(shape, a.dtype());
   dispatch(a.dtype(), [&](auto z) {
     using T = decltype(z);
-    const T* src = a.data<T>();
-    T* dst = out.data<T>();
-    const BroadcastPlan plan = plan_broadcast(a.shape(), shape, shape);
-    for_each_broadcast_run(plan, [&](int64_t o, int64_t ia, int64_t, int64_t n, int64_t da,
-                                     int64_t) {
-      for (int64_t k = 0; k < n; ++k) dst[o + k] = src[ia + k * da];
-    });
+    kernels::broadcast_copy(kernels::plan_broadcast(a.shape(), shape, shape), a.data<T>(),
+                            out.data<T>());
   });
   const Shape in_shape = a.shape();
   return record("broadcast_to", out, {a}, [in_shape](const Tensor& g) {
