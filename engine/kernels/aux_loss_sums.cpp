@@ -44,9 +44,9 @@ int64_t peaks_below(const T* p, int64_t rows, int64_t T_len, double min_peak, in
   return bad;
 }
 
-#define VG_AUX_LOSS_SUMS(T)                                                                     \
-  template FeatureDecaySums feature_decay_sums(const T*, int64_t, double);                      \
-  template void feature_decay_grad(const T*, int64_t, double, double, double, double, T*);     \
+#define VG_AUX_LOSS_SUMS(T)                                                                \
+  template FeatureDecaySums feature_decay_sums(const T*, int64_t, double);                 \
+  template void feature_decay_grad(const T*, int64_t, double, double, double, double, T*); \
   template int64_t peaks_below(const T*, int64_t, int64_t, double, int64_t*, double*);
 VG_AUX_LOSS_SUMS(float)
 VG_AUX_LOSS_SUMS(double)

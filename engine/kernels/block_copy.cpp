@@ -14,10 +14,10 @@ void copy_runs(const char* s, char* d, int64_t outer, int64_t s_stride, int64_t 
                int64_t d_stride, int64_t d_offset, int64_t run, size_t elem) {
   parallel_for(outer, std::max<int64_t>(1, 16384 / std::max<int64_t>(run, 1)),
                [&](int64_t o0, int64_t o1) {
-    for (int64_t o = o0; o < o1; ++o)
-      std::memcpy(d + (o * d_stride + d_offset) * elem, s + (o * s_stride + s_offset) * elem,
-                  run * elem);
-  });
+                 for (int64_t o = o0; o < o1; ++o)
+                   std::memcpy(d + (o * d_stride + d_offset) * elem,
+                               s + (o * s_stride + s_offset) * elem, run * elem);
+               });
 }
 
 }  // namespace

@@ -39,17 +39,17 @@ void zip_elements(const T* a, const T* b, T* out, int64_t n, F f) {
 // out = f(a, b) over the plan's broadcast shape.
 template <class T, class F>
 void zip_broadcast(const BroadcastPlan& plan, const T* a, const T* b, T* out, F f) {
-  for_each_broadcast_run(plan, [&](int64_t o, int64_t ia, int64_t ib, int64_t n, int64_t da,
-                                   int64_t db) {
-    for (int64_t k = 0; k < n; ++k) out[o + k] = f(a[ia + k * da], b[ib + k * db]);
-  });
+  for_each_broadcast_run(plan,
+                         [&](int64_t o, int64_t ia, int64_t ib, int64_t n, int64_t da, int64_t db) {
+                           for (int64_t k = 0; k < n; ++k)
+                             out[o + k] = f(a[ia + k * da], b[ib + k * db]);
+                         });
 }
 
 // out = a repeated over the plan's broadcast shape (plan made for a against out itself).
 template <class T>
 void broadcast_copy(const BroadcastPlan& plan, const T* a, T* out) {
-  for_each_broadcast_run(plan, [&](int64_t o, int64_t ia, int64_t, int64_t n, int64_t da,
-                                   int64_t) {
+  for_each_broadcast_run(plan, [&](int64_t o, int64_t ia, int64_t, int64_t n, int64_t da, int64_t) {
     for (int64_t k = 0; k < n; ++k) out[o + k] = a[ia + k * da];
   });
 }

@@ -19,8 +19,10 @@ void move_patches(const PatchGeometry& g, const T* src, T* dst, bool to_patches)
               ((b * g.height + ph * g.p + i) * g.width + pw * g.p + j) * g.channels;
           for (int64_t c = 0; c < g.channels; ++c) {
             const int64_t patch_at = patch_base + (c * g.p + i) * g.p + j;
-            if (to_patches) dst[patch_at] = src[image_base + c];
-            else dst[image_base + c] = src[patch_at];
+            if (to_patches)
+              dst[patch_at] = src[image_base + c];
+            else
+              dst[image_base + c] = src[patch_at];
           }
         }
     }
@@ -52,9 +54,9 @@ void image_to_patches_reference(const PatchGeometry& g, const T* image, T* patch
         }
 }
 
-#define VG_PATCHES(T)                                                         \
-  template void image_to_patches(const PatchGeometry&, const T*, T*);         \
-  template void patches_to_image(const PatchGeometry&, const T*, T*);         \
+#define VG_PATCHES(T)                                                 \
+  template void image_to_patches(const PatchGeometry&, const T*, T*); \
+  template void patches_to_image(const PatchGeometry&, const T*, T*); \
   template void image_to_patches_reference(const PatchGeometry&, const T*, T*);
 VG_PATCHES(float)
 VG_PATCHES(double)

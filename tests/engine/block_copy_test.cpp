@@ -18,8 +18,7 @@ TEST_CASE("take_block matches the plain loop and place_block puts the block back
   CHECK(block == block_ref);
   CHECK(block[0] == double(offset * inner));  // outer 0, row 2, inner 0
   std::vector<double> back(src.size(), -1.0);
-  kernels::place_block(block.data(), back.data(), outer, n_block, n, inner, offset,
-                       sizeof(double));
+  kernels::place_block(block.data(), back.data(), outer, n_block, n, inner, offset, sizeof(double));
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t m = 0; m < n; ++m)
       for (int64_t i = 0; i < inner; i += 7) {

@@ -53,7 +53,8 @@ TEST_CASE("map_elements, zip_elements and times_derivative apply their function 
   kernels::map_elements(x.data(), y.data(), n, [](double v) { return std::tanh(v); });
   kernels::times_derivative(x.data(), y.data(), g.data(), gx.data(), n,
                             [](double, double t) { return 1 - t * t; });
-  kernels::zip_elements(x.data(), g.data(), sum.data(), n, [](double u, double v) { return u + v; });
+  kernels::zip_elements(x.data(), g.data(), sum.data(), n,
+                        [](double u, double v) { return u + v; });
   for (int64_t i = 0; i < n; ++i) {
     INFO("element ", i);
     REQUIRE(y[i] == std::tanh(x[i]));
