@@ -149,7 +149,9 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
           "backward: the tensor does not require grad and was not made "
           "by an op that does");
     Tensor g = root.grad();
+    const bool summed = g.defined();
     accumulate(g, grad0.clone());
+    if (t_anomaly && summed) check_finite(g, "backward", t_module_path, "gradient accumulation");
     root.impl()->grad = g;
     return;
   }
@@ -211,15 +213,15 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
       if (input_grads[i].defined()) {
         Tensor gi = fit_to_input(input_grads[i], e, *n);
         if (t_anomaly) check_finite(gi, n->op, n->module, "backward");
-        if (e.node) {
-          accumulate(grads[e.node.get()], gi);
-        } else {
-          Tensor& leaf_grad = e.leaf->grad;
-          // A stored gradient must not share memory with anything else: optimisers and
-          // later accumulation update it in place.
-          if (!leaf_grad.defined() && !exclusively_owned(gi)) gi = gi.clone();
-          accumulate(leaf_grad, gi);
-        }
+        Tensor* acc = e.node ? &grads[e.node.get()] : &e.leaf->grad;
+        // A stored gradient must not share memory with anything else: optimisers and later
+        // accumulation update it in place.
+        if (!e.node && !acc->defined() && !exclusively_owned(gi)) gi = gi.clone();
+        const bool summed = acc->defined();
+        accumulate(*acc, gi);
+        // Two finite gradients can sum to Inf; anomaly mode names the op whose gradient
+        // tipped it over, as it did when the sum was the op add.
+        if (t_anomaly && summed) check_finite(*acc, n->op, n->module, "gradient accumulation");
       }
       if (e.node && --pending_consumers[e.node.get()] == 0) ready.push_back(e.node.get());
     }

@@ -97,6 +97,41 @@ void attention_head_forward_reference(HeadView<const T> q, HeadView<const T> k,
   }
 }
 
+template <class T>
+void attention_head_backward_reference(HeadView<const T> q, HeadView<const T> k,
+                                       HeadView<const T> v, const T* p, HeadView<const T> dout,
+                                       HeadView<T> dq, HeadView<T> dk, HeadView<T> dv, int64_t Tq,
+                                       int64_t Tk, int64_t D, double scale) {
+  auto P = [&](int64_t i, int64_t j) { return double(p[i * Tk + j]); };
+  auto dO = [&](int64_t i, int64_t d) { return double(dout.data[i * dout.ld + d]); };
+  std::vector<double> dS(Tq * Tk);
+  for (int64_t i = 0; i < Tq; ++i) {
+    std::vector<double> dP(Tk);
+    double Di = 0;
+    for (int64_t j = 0; j < Tk; ++j) {
+      for (int64_t d = 0; d < D; ++d) dP[j] += dO(i, d) * double(v.data[j * v.ld + d]);
+      Di += dP[j] * P(i, j);
+    }
+    for (int64_t j = 0; j < Tk; ++j) dS[i * Tk + j] = P(i, j) * (dP[j] - Di);
+  }
+  for (int64_t d = 0; d < D; ++d) {
+    for (int64_t j = 0; j < Tk; ++j) {
+      double sv = 0, sk = 0;
+      for (int64_t i = 0; i < Tq; ++i) {
+        sv += P(i, j) * dO(i, d);
+        sk += dS[i * Tk + j] * double(q.data[i * q.ld + d]);
+      }
+      if (dv.data) dv.data[j * dv.ld + d] = T(sv);
+      if (dk.data) dk.data[j * dk.ld + d] = T(scale * sk);
+    }
+    for (int64_t i = 0; dq.data && i < Tq; ++i) {
+      double sq = 0;
+      for (int64_t j = 0; j < Tk; ++j) sq += dS[i * Tk + j] * double(k.data[j * k.ld + d]);
+      dq.data[i * dq.ld + d] = T(scale * sq);
+    }
+  }
+}
+
 #define VG_ATTENTION_HEAD(T)                                                                   \
   template void attention_head_forward(HeadView<const T>, HeadView<const T>, HeadView<const T>, \
                                        T*, HeadView<T>, int64_t, int64_t, int64_t, double);     \
@@ -106,7 +141,10 @@ void attention_head_forward_reference(HeadView<const T> q, HeadView<const T> k,
                                         int64_t, int64_t, double);                              \
   template void attention_head_forward_reference(HeadView<const T>, HeadView<const T>,         \
                                                  HeadView<const T>, T*, HeadView<T>, int64_t,   \
-                                                 int64_t, int64_t, double);
+                                                 int64_t, int64_t, double);                     \
+  template void attention_head_backward_reference(                                             \
+      HeadView<const T>, HeadView<const T>, HeadView<const T>, const T*, HeadView<const T>,     \
+      HeadView<T>, HeadView<T>, HeadView<T>, int64_t, int64_t, int64_t, double);
 VG_ATTENTION_HEAD(float)
 VG_ATTENTION_HEAD(double)
 #undef VG_ATTENTION_HEAD

@@ -11,4 +11,9 @@ template <class T>
 void max_middle_axis(const T* src, T* dst, int64_t* where, int64_t outer, int64_t reduced,
                      int64_t inner);
 
+// The same as one serial loop over the columns: the same bits and the same `where`.
+template <class T>
+void max_middle_axis_reference(const T* src, T* dst, int64_t* where, int64_t outer,
+                               int64_t reduced, int64_t inner);
+
 }  // namespace vg::kernels

@@ -76,6 +76,14 @@ void channel_affine_backward_rows(const T* dy, const T* x, const T* scale, T* dx
 }
 
 template <class T>
+void channel_affine_rows_reference(const T* x, const T* scale, const T* shift, T* y,
+                                   int64_t rows, int64_t C) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < C; ++c)
+      y[r * C + c] = shift ? x[r * C + c] * scale[c] + shift[c] : x[r * C + c] * scale[c];
+}
+
+template <class T>
 void channel_affine_backward_rows_reference(const T* dy, const T* x, const T* scale, T* dx,
                                             T* dscale, T* dshift, int64_t rows, int64_t C) {
   for (int64_t c = 0; c < C; ++c) {
@@ -92,6 +100,8 @@ void channel_affine_backward_rows_reference(const T* dy, const T* x, const T* sc
 
 #define VG_CHANNEL_AFFINE_ROWS(T)                                                            \
   template void channel_affine_rows(const T*, const T*, const T*, T*, int64_t, int64_t);     \
+  template void channel_affine_rows_reference(const T*, const T*, const T*, T*, int64_t,      \
+                                              int64_t);                                       \
   template void channel_affine_backward_rows(const T*, const T*, const T*, T*, T*, T*,       \
                                              int64_t, int64_t);                              \
   template void channel_affine_backward_rows_reference(const T*, const T*, const T*, T*, T*, \

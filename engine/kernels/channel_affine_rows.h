@@ -12,6 +12,12 @@ template <class T>
 void channel_affine_rows(const T* x, const T* scale, const T* shift, T* y, int64_t rows,
                          int64_t C);
 
+// The forward as one plain loop over all rows: the same bits (each element is one product
+// and one sum, in the same order).
+template <class T>
+void channel_affine_rows_reference(const T* x, const T* scale, const T* shift, T* y,
+                                   int64_t rows, int64_t C);
+
 // dx = dy * scale; dscale = sum_rows dy * x; dshift = sum_rows dy. dx, dscale and dshift may
 // each be null (not needed); x is read only for dscale.
 template <class T>

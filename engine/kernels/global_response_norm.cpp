@@ -121,6 +121,41 @@ void global_response_norm_samples_reference(const T* x, const T* gamma, const T*
   }
 }
 
+template <class T>
+void global_response_norm_backward_samples_reference(const T* dy, const T* x, const T* gamma,
+                                                     const double* stats, T* dx, T* dgamma,
+                                                     T* dbeta, int64_t B, int64_t S, int64_t C) {
+  const double *norm = stats, *n = norm + B * C, *divisor = n + B * C;
+  auto at = [&](int64_t b, int64_t s, int64_t c) { return (b * S + s) * C + c; };
+  for (int64_t c = 0; c < C; ++c) {
+    double dg = 0, db = 0;
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t s = 0; s < S; ++s) {
+        dg += double(dy[at(b, s, c)]) * double(x[at(b, s, c)]) * n[b * C + c];
+        db += double(dy[at(b, s, c)]);
+      }
+    if (dgamma) dgamma[c] = T(dg);
+    if (dbeta) dbeta[c] = T(db);
+  }
+  if (!dx) return;
+  std::vector<double> a(C);
+  for (int64_t b = 0; b < B; ++b) {
+    double mean_an = 0;  // mean_c(a_c n_c)
+    for (int64_t c = 0; c < C; ++c) {
+      double gx = 0;
+      for (int64_t s = 0; s < S; ++s) gx += double(dy[at(b, s, c)]) * double(x[at(b, s, c)]);
+      a[c] = double(gamma[c]) * gx;
+      mean_an += a[c] * n[b * C + c] / double(C);
+    }
+    for (int64_t c = 0; c < C; ++c) {
+      const double g = norm[b * C + c], dL_dg = (a[c] - mean_an) / divisor[b];
+      for (int64_t s = 0; s < S; ++s)
+        dx[at(b, s, c)] = T(double(dy[at(b, s, c)]) * (1 + double(gamma[c]) * n[b * C + c]) +
+                            (g > 0 ? double(x[at(b, s, c)]) * dL_dg / g : 0.0));
+    }
+  }
+}
+
 #define VG_GRN(T)                                                                             \
   template void global_response_norm_samples(const T*, const T*, const T*, double, T*, double*, \
                                              int64_t, int64_t, int64_t);                        \
@@ -128,7 +163,9 @@ void global_response_norm_samples_reference(const T* x, const T* gamma, const T*
                                                       const double*, T*, T*, T*, int64_t,       \
                                                       int64_t, int64_t);                        \
   template void global_response_norm_samples_reference(const T*, const T*, const T*, double,   \
-                                                       T*, double*, int64_t, int64_t, int64_t);
+                                                       T*, double*, int64_t, int64_t, int64_t); \
+  template void global_response_norm_backward_samples_reference(                               \
+      const T*, const T*, const T*, const double*, T*, T*, T*, int64_t, int64_t, int64_t);
 VG_GRN(float)
 VG_GRN(double)
 #undef VG_GRN

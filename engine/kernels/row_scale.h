@@ -1,5 +1,7 @@
 // Per-row scales of a (O, I) matrix, for a linear followed by LayerScale (s per output):
 // s * W and s * G forward and for dW, and ds_o from G = dy^T a.
+// Both are single in-order loops with no blocking or threads: they are their own plain
+// reference (tests/engine/row_scale_test.cpp checks them against hand-computed values).
 #pragma once
 
 #include <cstdint>

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/autograd/autograd.h"
+#include "engine/kernels/aux_loss_sums.h"
 #include "engine/ops/ops.h"
 
 namespace vg {
@@ -20,24 +21,15 @@ Tensor feature_decay_loss(const Tensor& x, double threshold) {
   check(x.defined(), "feature_decay_loss: undefined input");
   check(std::isfinite(threshold) && threshold >= 0,
         "feature_decay_loss: threshold must be finite and >= 0, got ", threshold);
-  int64_t count = 0, ties = 0;
-  double sum = 0, top = 0;
+  kernels::FeatureDecaySums sums;
   dispatch(x.dtype(), [&](auto z) {
     using T = decltype(z);
-    const T* p = x.data<T>();
-    for (int64_t i = 0; i < x.numel(); ++i) {
-      const double danger = std::abs(double(p[i])) - threshold;
-      if (!(danger > 0)) continue;
-      ++count;
-      sum += danger;
-      if (danger > top)
-        top = danger, ties = 1;
-      else if (danger == top)
-        ++ties;
-    }
+    sums = kernels::feature_decay_sums(x.data<T>(), x.numel(), threshold);
   });
+  const int64_t count = sums.count, ties = sums.ties;
+  const double top = sums.top;
   add_flops(3.0 * double(x.numel()));  // abs, compare, sum
-  Tensor loss = full({}, count ? sum / double(count) + top : 0.0, x.dtype());
+  Tensor loss = full({}, count ? sums.sum / double(count) + top : 0.0, x.dtype());
   // With no element above the threshold the gradient is zero: the loss is a constant.
   if (!any_requires_grad({x}) || count == 0) return loss;
   Tensor xs = x.detach();
@@ -46,14 +38,8 @@ Tensor feature_decay_loss(const Tensor& x, double threshold) {
     const double go = g.item(), per_mean = go / double(count), per_max = go / double(ties);
     dispatch(xs.dtype(), [&](auto z) {
       using T = decltype(z);
-      const T* p = xs.data<T>();
-      T* d = dx.data<T>();
-      for (int64_t i = 0; i < xs.numel(); ++i) {
-        const double v = double(p[i]), danger = std::abs(v) - threshold;
-        double grad = 0;
-        if (danger > 0) grad = (v > 0 ? 1 : -1) * (per_mean + (danger == top ? per_max : 0.0));
-        d[i] = T(grad);
-      }
+      kernels::feature_decay_grad(xs.data<T>(), xs.numel(), threshold, top, per_mean, per_max,
+                                  dx.data<T>());
     });
     return std::vector<Tensor>{dx};
   });
@@ -69,18 +55,13 @@ Tensor attention_peak_loss(const Tensor& probs, double min_peak) {
         shape_str(probs.shape()));
   check(std::isfinite(min_peak), "attention_peak_loss: min_peak must be finite, got ", min_peak);
   const int64_t T = probs.size(-1), rows = probs.numel() / T;
-  std::vector<int64_t> bad_at;  // flat index of the maximum of each row below the peak
+  std::vector<int64_t> bad_at(rows);  // flat index of the maximum of each row below the peak
   double sum = 0;
   dispatch(probs.dtype(), [&](auto z) {
     using E = decltype(z);
-    const E* p = probs.data<E>();
-    for (int64_t r = 0; r < rows; ++r) {
-      int64_t arg = r * T;
-      for (int64_t j = 1; j < T; ++j)
-        if (p[r * T + j] > p[arg]) arg = r * T + j;
-      if (double(p[arg]) < min_peak) bad_at.push_back(arg), sum += double(p[arg]);
-    }
+    bad_at.resize(kernels::peaks_below(probs.data<E>(), rows, T, min_peak, bad_at.data(), &sum));
   });
+  bad_at.shrink_to_fit();  // kept by the backward
   add_flops(double(probs.numel()));
   const int64_t bad = static_cast<int64_t>(bad_at.size());
   Tensor loss = full({}, bad ? 1.0 - sum / double(bad) : 0.0, probs.dtype());

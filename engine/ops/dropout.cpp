@@ -2,8 +2,8 @@
 // element order (so a seed fixes the mask whatever the thread count); kept elements are
 // scaled by 1/(1-p), so the expectation is unchanged.
 #include "engine/autograd/autograd.h"
-#include "engine/core/parallel.h"
 #include "engine/core/rng.h"
+#include "engine/kernels/mul_arrays.h"
 #include "engine/ops/ops.h"
 
 namespace vg {
@@ -23,9 +23,7 @@ Tensor dropout(const Tensor& x, double p, Rng& rng, bool training) {
     const T* xp = x.data<T>();
     T* yp = y.data<T>();
     for (int64_t i = 0; i < x.numel(); ++i) m[i] = rng.uniform() < keep ? T(1 / keep) : T(0);
-    parallel_for(x.numel(), 1 << 15, [&](int64_t i0, int64_t i1) {
-      for (int64_t i = i0; i < i1; ++i) yp[i] = xp[i] * m[i];
-    });
+    kernels::mul_arrays(xp, m, yp, x.numel());
   });
   add_flops(double(x.numel()));
   return record("dropout", y, {x},

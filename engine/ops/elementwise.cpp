@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "engine/autograd/autograd.h"
+#include "engine/kernels/elementwise_apply.h"
 #include "engine/kernels/gelu_math.h"
 #include "engine/ops/broadcast.h"
 #include "engine/ops/ops.h"
@@ -25,20 +26,11 @@ Tensor broadcast_apply(const char* op, const Tensor& a, const Tensor& b, F f) {
   Tensor out = Tensor::empty(shape, a.dtype());
   dispatch(a.dtype(), [&](auto z) {
     using T = decltype(z);
-    const T* pa = a.data<T>();
-    const T* pb = b.data<T>();
-    T* po = out.data<T>();
-    if (a.shape() == b.shape()) {
-      parallel_for(out.numel(), 1 << 15, [&](int64_t i0, int64_t i1) {
-        for (int64_t i = i0; i < i1; ++i) po[i] = f(pa[i], pb[i]);
-      });
-      return;
-    }
-    const BroadcastPlan plan = plan_broadcast(a.shape(), b.shape(), shape);
-    for_each_broadcast_run(plan, [&](int64_t o, int64_t ia, int64_t ib, int64_t n, int64_t da,
-                                     int64_t db) {
-      for (int64_t k = 0; k < n; ++k) po[o + k] = f(pa[ia + k * da], pb[ib + k * db]);
-    });
+    if (a.shape() == b.shape())
+      kernels::zip_elements(a.data<T>(), b.data<T>(), out.data<T>(), out.numel(), f);
+    else
+      kernels::zip_broadcast(kernels::plan_broadcast(a.shape(), b.shape(), shape), a.data<T>(),
+                             b.data<T>(), out.data<T>(), f);
   });
   add_flops(double(out.numel()));
   return out;
@@ -51,11 +43,7 @@ Tensor map(const Tensor& a, double flops_per_element, F f) {
   Tensor out = Tensor::empty(a.shape(), a.dtype());
   dispatch(a.dtype(), [&](auto z) {
     using T = decltype(z);
-    const T* pa = a.data<T>();
-    T* po = out.data<T>();
-    parallel_for(a.numel(), 1 << 14, [&](int64_t i0, int64_t i1) {
-      for (int64_t i = i0; i < i1; ++i) po[i] = f(pa[i]);
-    });
+    kernels::map_elements(a.data<T>(), out.data<T>(), a.numel(), f);
   });
   add_flops(flops_per_element * double(a.numel()));
   return out;
@@ -72,11 +60,8 @@ Tensor unary(const char* op, const Tensor& x, double flops, Value value, Derivat
     Tensor gx = Tensor::empty(g.shape(), g.dtype());
     dispatch(g.dtype(), [&](auto z) {
       using T = decltype(z);
-      const T *px = xs.data<T>(), *py = ys.data<T>(), *pg = g.data<T>();
-      T* pgx = gx.data<T>();
-      parallel_for(g.numel(), 1 << 14, [&](int64_t i0, int64_t i1) {
-        for (int64_t i = i0; i < i1; ++i) pgx[i] = pg[i] * derivative(px[i], py[i]);
-      });
+      kernels::times_derivative(xs.data<T>(), ys.data<T>(), g.data<T>(), gx.data<T>(), g.numel(),
+                                derivative);
     });
     return std::vector<Tensor>{gx};
   });

@@ -5,6 +5,8 @@
 
 #include "engine/autograd/autograd.h"
 #include "engine/core/parallel.h"
+#include "engine/kernels/block_copy.h"
+#include "engine/kernels/elementwise_apply.h"
 #include "engine/kernels/permute_copy.h"
 #include "engine/ops/broadcast.h"
 #include "engine/ops/ops.h"
@@ -23,27 +25,6 @@ void split_at(const Shape& s, int64_t axis, int64_t& outer, int64_t& inner) {
   inner = 1;
   for (int64_t i = 0; i < axis; ++i) outer *= s[i];
   for (size_t i = axis + 1; i < s.size(); ++i) inner *= s[i];
-}
-
-// Copies src (outer, n_src, inner) into dst (outer, n_dst, inner) at position `offset` of the
-// middle axis, or the reverse when `into_src` (used by slice and cat, forward and backward).
-void copy_block(const Tensor& src, Tensor& dst, int64_t outer, int64_t n_src, int64_t n_dst,
-                int64_t inner, int64_t offset, bool to_dst_block) {
-  const size_t elem = dtype_size(src.dtype());
-  const char* s = static_cast<const char*>(src.raw_data());
-  char* d = static_cast<char*>(dst.raw_data());
-  const int64_t run = (to_dst_block ? n_src : n_dst) * inner;
-  parallel_for(outer, std::max<int64_t>(1, 16384 / std::max<int64_t>(run, 1)),
-               [&](int64_t o0, int64_t o1) {
-    for (int64_t o = o0; o < o1; ++o) {
-      if (to_dst_block)  // src is the small block, placed into dst at offset
-        std::memcpy(d + ((o * n_dst + offset) * inner) * elem, s + (o * n_src * inner) * elem,
-                    run * elem);
-      else  // dst is the small block, read from src at offset
-        std::memcpy(d + (o * n_dst * inner) * elem, s + ((o * n_src + offset) * inner) * elem,
-                    run * elem);
-    }
-  });
 }
 
 }  // namespace
@@ -94,11 +75,13 @@ Tensor slice(const Tensor& a, int64_t axis_in, int64_t start, int64_t stop) {
   Tensor out = Tensor::empty(out_shape, a.dtype());
   int64_t outer, inner;
   split_at(a.shape(), axis, outer, inner);
-  copy_block(a, out, outer, n, stop - start, inner, start, false);
+  kernels::take_block(a.raw_data(), out.raw_data(), outer, n, stop - start, inner, start,
+                      dtype_size(a.dtype()));
   const Shape in_shape = a.shape();
   return record("slice", out, {a}, [=](const Tensor& g) {
     Tensor ga = zeros(in_shape, g.dtype());
-    copy_block(g, ga, outer, stop - start, n, inner, start, true);
+    kernels::place_block(g.raw_data(), ga.raw_data(), outer, stop - start, n, inner, start,
+                         dtype_size(g.dtype()));
     return std::vector<Tensor>{ga};
   });
 }
@@ -134,7 +117,8 @@ Tensor cat(const std::vector<Tensor>& parts, int64_t axis_in) {
   std::vector<int64_t> offsets, lengths;
   int64_t offset = 0;
   for (const Tensor& p : parts) {
-    copy_block(p, out, outer, p.shape()[axis], out_shape[axis], inner, offset, true);
+    kernels::place_block(p.raw_data(), out.raw_data(), outer, p.shape()[axis], out_shape[axis],
+                         inner, offset, dtype_size(p.dtype()));
     offsets.push_back(offset);
     lengths.push_back(p.shape()[axis]);
     offset += p.shape()[axis];
@@ -154,13 +138,8 @@ Tensor broadcast_to(const Tensor& a, const Shape& shape) {
   Tensor out = Tensor::empty(shape, a.dtype());
   dispatch(a.dtype(), [&](auto z) {
     using T = decltype(z);
-    const T* src = a.data<T>();
-    T* dst = out.data<T>();
-    const BroadcastPlan plan = plan_broadcast(a.shape(), shape, shape);
-    for_each_broadcast_run(plan, [&](int64_t o, int64_t ia, int64_t, int64_t n, int64_t da,
-                                     int64_t) {
-      for (int64_t k = 0; k < n; ++k) dst[o + k] = src[ia + k * da];
-    });
+    kernels::broadcast_copy(kernels::plan_broadcast(a.shape(), shape, shape), a.data<T>(),
+                            out.data<T>());
   });
   const Shape in_shape = a.shape();
   return record("broadcast_to", out, {a}, [in_shape](const Tensor& g) {

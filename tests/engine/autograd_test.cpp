@@ -132,6 +132,34 @@ TEST_CASE("module scopes name recorded nodes and anomaly mode reports them") {
   CHECK(current_module_path().empty());
 }
 
+TEST_CASE("anomaly mode reports two finite gradients that sum to Inf, naming the op") {
+  // x is used twice; each use sends back 3e38 (finite in float32), their sum overflows.
+  // The forward stays finite because x is small.
+  for (bool leaf_input : {true, false}) {
+    CAPTURE(leaf_input);
+    Tensor x = from_vector(std::vector<double>{1e-10}, {1}, DType::f32).set_requires_grad();
+    Tensor big = full({1}, 3e38, DType::f32);
+    Tensor loss;
+    {
+      ModuleScope scope("head");
+      Tensor used = leaf_input ? x : mul(x, 1.0);  // a node instead of a leaf
+      loss = sum(add(mul(used, big), mul(used, big)));
+    }
+    AnomalyGuard anomaly;
+    CHECK_THROWS_WITH_AS(loss.backward(),
+                         doctest::Contains("Inf in the gradient accumulation of mul in head"),
+                         Error);
+  }
+}
+
+TEST_CASE("anomaly mode reports a stored gradient that overflows over two backward calls") {
+  Tensor x = from_vector(std::vector<double>{3e38}, {1}, DType::f32).set_requires_grad();
+  AnomalyGuard anomaly;
+  x.backward(full({1}, 3e38, DType::f32));
+  CHECK_THROWS_WITH_AS(x.backward(full({1}, 3e38, DType::f32)),
+                       doctest::Contains("Inf in the gradient accumulation"), Error);
+}
+
 TEST_CASE("flop counter sums the forward FLOPs of the ops in its scope") {
   FlopCounter counter;
   Tensor a = ones({4, 5});

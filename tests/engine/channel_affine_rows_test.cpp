@@ -31,6 +31,24 @@ TEST_CASE("channel_affine_backward_rows is within 1e-12 of the plain loop in flo
   }
 }
 
+// 3000 rows of 40 channels: enough for the rows to be split over threads.
+TEST_CASE("channel_affine_rows gives the same bits as the plain loop, with and without shift") {
+  const int64_t rows = 3000, C = 40;
+  Rng rng(5);
+  std::vector<float> x(rows * C), scale(C), shift(C);
+  for (float& v : x) v = float(rng.normal());
+  for (float& v : scale) v = float(rng.normal());
+  for (float& v : shift) v = float(rng.normal());
+  const float* shift_or_none[] = {shift.data(), nullptr};
+  for (const float* b : shift_or_none) {
+    CAPTURE(b != nullptr);
+    std::vector<float> y(rows * C), y_ref(rows * C);
+    kernels::channel_affine_rows(x.data(), scale.data(), b, y.data(), rows, C);
+    kernels::channel_affine_rows_reference(x.data(), scale.data(), b, y_ref.data(), rows, C);
+    CHECK(y == y_ref);
+  }
+}
+
 TEST_CASE("channel_affine_rows scales and shifts each channel") {
   const std::vector<float> x{1, 2, 3, 4}, scale{10, -1}, shift{0.5f, 0.25f};
   std::vector<float> y(4), y_no_shift(4);

@@ -1,0 +1,59 @@
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "engine/autograd/autograd.h"
+#include "tests/engine/gradcheck_helpers.h"
+#include "tests/engine/nn_references.h"
+
+using namespace vg;
+using vg::testing::expect_gradients;
+using vg::testing::row_sums;
+using vg::testing::variable;
+
+TEST_CASE("layer_norm of a constant row gives the bias") {
+  Tensor x = full({2, 4}, 3.5, DType::f64);
+  Tensor w = from_vector(std::vector<double>{1, 2, 3, 4}, {4});
+  Tensor b = from_vector(std::vector<double>{0.5, -1, 2, 0}, {4});
+  CHECK(layer_norm(x, w, b).to_vector() == std::vector<double>{0.5, -1, 2, 0, 0.5, -1, 2, 0});
+}
+
+TEST_CASE("layer_norm matches a hand computation") {
+  // mean 2.5, biased variance 1.25, eps inside the sqrt
+  Tensor x = from_vector(std::vector<double>{1, 2, 3, 4}, {1, 4});
+  Tensor w = from_vector(std::vector<double>{1, 2, -1, 0.5}, {4});
+  Tensor b = from_vector(std::vector<double>{0, 1, 0, -2}, {4});
+  const double r = 1 / std::sqrt(1.25 + 1e-6);
+  const std::vector<double> want{-1.5 * r, 2 * -0.5 * r + 1, -0.5 * r, 0.5 * 1.5 * r - 2};
+  for (DType dt : {DType::f64, DType::f32}) {
+    const std::vector<double> y = layer_norm(x.to(dt), w.to(dt), b.to(dt), 1e-6).to_vector();
+    for (int i = 0; i < 4; ++i) CHECK(y[i] == doctest::Approx(want[i]).epsilon(1e-6));
+  }
+  // far from zero the two-pass variance keeps full precision
+  Tensor shifted = from_vector(std::vector<double>{1e6 + 1, 1e6 + 2, 1e6 + 3, 1e6 + 4}, {1, 4});
+  const std::vector<double> y = layer_norm(shifted, Tensor(), Tensor(), 1e-6).to_vector();
+  CHECK(y[0] == doctest::Approx(-1.5 * r).epsilon(1e-9));
+}
+
+TEST_CASE("layer_norm rows of dx sum to zero and are orthogonal to x-hat") {
+  Tensor x = variable({5, 7}, 4, 2.0), w = variable({7}, 5), b = variable({7}, 6);
+  Tensor dy = variable({5, 7}, 7).detach();
+  // Sum(dx * xhat) = r * eps / (var + eps) * sum(g * xhat): exactly zero only for eps = 0.
+  layer_norm(x, w, b, 0.0).backward(dy);
+  Tensor xhat = layer_norm(x.detach(), Tensor(), Tensor(), 0.0);
+  for (double s : row_sums(x.grad())) CHECK(std::fabs(s) < 1e-12);
+  for (double s : row_sums(x.grad() * xhat)) CHECK(std::fabs(s) < 1e-12);
+}
+
+TEST_CASE("layer_norm passes gradcheck for x, weight and bias on 2-D, 3-D and 4-D inputs") {
+  for (const Shape& shape : {Shape{5, 6}, Shape{2, 3, 4}, Shape{2, 2, 3, 4}}) {
+    const int64_t C = shape.back();
+    Tensor x = variable(shape, 8), w = variable({C}, 9, 1.0), b = variable({C}, 10);
+    for (int with = 0; with < 4; ++with) {
+      Tensor wi = with & 1 ? w : Tensor(), bi = with & 2 ? b : Tensor();
+      INFO("shape ", shape_str(shape), " weight ", wi.defined(), " bias ", bi.defined());
+      expect_gradients("layer_norm", [](auto& in) { return layer_norm(in[0], in[1], in[2], 1e-6); },
+                       {x, wi, bi});
+    }
+  }
+}
