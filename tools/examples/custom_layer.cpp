@@ -23,13 +23,11 @@ class DyT : public vg::nn::Module {
     weight_ = register_parameter("weight", vg::ones({dim}), {.no_weight_decay = true});
     bias_ = register_parameter("bias", vg::zeros({dim}), {.no_weight_decay = true});
   }
-  // x (..., dim) -> the same shape; the ops are recorded as run by this module (enter()).
-  Tensor forward(const Tensor& x) {
-    auto scope = enter();
+  // x (..., dim) -> the same shape. Called as norm(x), which records the ops under its name.
+  Tensor forward(const Tensor& x) override {
     vg::check(x.size(-1) == dim_, "DyT(dim=", dim_, "): input last axis is ", x.size(-1));
     return vg::tanh(x * alpha_) * weight_ + bias_;
   }
-  double flop_count(const vg::Shape& shape) const override { return 4.0 * vg::shape_numel(shape); }
 
  private:
   int64_t dim_;
@@ -45,13 +43,9 @@ class DyTBlock : public vg::nn::Module {
     norm2 = register_module("norm2", std::make_shared<DyT>(dim));
     mlp = register_module("mlp", std::make_shared<vg::nn::Mlp>(dim, 2 * dim, false, 0.0, rng));
   }
-  Tensor forward(const Tensor& x) {  // x (B, T, dim) -> (B, T, dim)
-    auto scope = enter();
-    Tensor h = x + attn->forward(norm1->forward(x));
-    return h + mlp->forward(norm2->forward(h));
-  }
-  double flop_count(const vg::Shape& s) const override {  // what `vitgrad summary` would show
-    return norm1->flop_count(s) + attn->flop_count(s) + norm2->flop_count(s) + mlp->flop_count(s);
+  Tensor forward(const Tensor& x) override {  // x (B, T, dim) -> (B, T, dim)
+    Tensor h = x + (*attn)((*norm1)(x));      // module(x), not forward(x): see DyT::forward
+    return h + (*mlp)((*norm2)(h));
   }
   std::shared_ptr<DyT> norm1, norm2;
   std::shared_ptr<vg::nn::Attention> attn;
@@ -70,7 +64,7 @@ int main() {
     module.to(vg::DType::f64);
     std::vector<Tensor> inputs{vg::randn({2, 5, 8}, rng, vg::DType::f64).set_requires_grad()};
     for (const vg::Parameter& p : module.named_parameters()) inputs.push_back(p.tensor);
-    auto forward = [&](const std::vector<Tensor>& in) { return module.forward(in[0]); };
+    auto forward = [&](const std::vector<Tensor>& in) { return module(in[0]); };
     vg::GradcheckResult r = vg::gradcheck(forward, inputs);
     std::cout << what << " gradcheck: " << r.summary() << "\n";
     return r.passed;
