@@ -11,11 +11,11 @@
 #include <filesystem>
 #include <string>
 
-#include "engine/core/rng.h"
-#include "engine/io/checkpoint.h"
-#include "engine/optim/adamw.h"
-#include "engine/optim/param_groups.h"
-#include "models/vit.h"
+#include <vitgrad/engine/core/rng.h>
+#include <vitgrad/engine/io/checkpoint.h>
+#include <vitgrad/engine/optim/adamw.h>
+#include <vitgrad/engine/optim/param_groups.h>
+#include <vitgrad/models/vit.h>
 
 using namespace vg;
 using Clock = std::chrono::steady_clock;
