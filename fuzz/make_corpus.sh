@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Writes the seed corpora of the fuzzers into fuzz/corpus/: a small trained checkpoint (values
 # rounded to keep it short), its weights-only form and two stubs; ViTConfig files; IDX image
-# and label files, plain and gzipped. Usage: fuzz/make_corpus.sh [path/to/vitgrad]
+# and label files, plain and gzipped. (checkpoint/run_v1.json is a version-1 file kept as an
+# earlier build wrote it; this script leaves it alone.) Usage: fuzz/make_corpus.sh [path/to/vitgrad]
 set -euo pipefail
 cd "$(dirname "$0")"
 vitgrad=$(realpath "${1:-../build/vitgrad}")

@@ -1,5 +1,7 @@
 // TrainOptions as plain data (config.json, checkpoints) and its validation.
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "engine/core/error.h"
 #include "engine/kernels/matmul_precision.h"
@@ -60,6 +62,7 @@ json TrainOptions::to_json() const {
           {"ema", ema},
           {"init", init},
           {"save_every", save_every},
+          {"keep", keep},
           {"log_every", log_every},
           {"eval_batch", eval_batch},
           {"amp", amp}};
@@ -109,6 +112,7 @@ TrainOptions TrainOptions::from_json(const json& j, const ViTConfig& model) {
   read(j, "ema", o.ema);
   read(j, "init", o.init);
   read(j, "save_every", o.save_every);
+  read(j, "keep", o.keep);  // absent in runs saved before the option: last and best
   read(j, "log_every", o.log_every);
   read(j, "eval_batch", o.eval_batch);
   read(j, "amp", o.amp);  // absent in runs saved before the option: fp32
@@ -120,6 +124,21 @@ TrainOptions training_defaults(const std::string& preset_name) {
   if (preset_name == recipes::kLearnableScalerPreset) return recipes::learnable_scaler_options();
   return TrainOptions{};
 }
+
+namespace {
+
+// "last,best" -> {"last", "best"}
+std::vector<std::string> keep_list(const std::string& keep) {
+  std::vector<std::string> kinds;
+  std::string::size_type start = 0;
+  for (;;) {
+    const auto comma = keep.find(',', start);
+    kinds.push_back(keep.substr(start, comma == std::string::npos ? comma : comma - start));
+    if (comma == std::string::npos) return kinds;
+    start = comma + 1;
+  }
+}
+}  // namespace
 
 void TrainOptions::validate() const {
   model.validate();
@@ -154,6 +173,19 @@ void TrainOptions::validate() const {
   check(save_every >= 0 && log_every >= 1 && eval_batch >= 1,
         "--save-every must be >= 0 and the logging and evaluation intervals >= 1");
   check_matmul_precision_supported(parse_matmul_precision(amp, "--amp"));
+  const std::vector<std::string> kinds = keep_list(keep);
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    check(kinds[i] == "last" || kinds[i] == "best" || kinds[i] == "steps", "--keep '", keep,
+          "': '", kinds[i], "' is not one of last, best, steps");
+    for (size_t j = 0; j < i; ++j)
+      check(kinds[j] != kinds[i], "--keep '", keep, "' names '", kinds[i], "' twice");
+  }
+}
+
+bool TrainOptions::keeps(const std::string& kind) const {
+  for (const std::string& k : keep_list(keep))
+    if (k == kind) return true;
+  return false;
 }
 
 }  // namespace vg

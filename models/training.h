@@ -3,7 +3,8 @@
 //
 // A run writes into its folder: config.json (model and training options), metrics.jsonl
 // (one JSON object per logged step and per epoch), last.json (every --save-every steps and
-// at the end) and best.json (whenever the test accuracy improves). A checkpoint holds the
+// at the end) and best.json (whenever the test accuracy improves); --keep chooses among
+// these and step-<N>.json files (docs/checkpoints.md). A checkpoint holds the
 // whole state (weights, optimiser, schedule, generators, loader position, step), so a run
 // resumed from it continues with exactly the bits it would have had without stopping.
 #pragma once
@@ -48,6 +49,10 @@ struct TrainOptions {
   std::string init;        // start from a checkpoint's config and weights
   std::string out;         // the run folder
   int64_t save_every = 0;  // steps between last.json saves; 0: only at the end
+  // The checkpoints a run keeps, a comma-separated list of: "last" (last.json, rewritten at
+  // every save), "best" (best.json, whenever the test accuracy improves), "steps" (also
+  // step-<N>.json at every save, each kept).
+  std::string keep = "last,best";
   int64_t log_every = 50;  // steps between metrics records
   int64_t eval_batch = 500;
   bool progress_tty = false;  // one updating progress line instead of plain lines
@@ -57,6 +62,7 @@ struct TrainOptions {
   // Reads to_json()'s output over the defaults; unknown keys and bad values are errors.
   static TrainOptions from_json(const nlohmann::json& j, const ViTConfig& model);
   void validate() const;
+  bool keeps(const std::string& kind) const;  // whether `keep` lists kind
 };
 
 // The training options a named model preset implies: the defaults above, except for

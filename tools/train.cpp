@@ -30,6 +30,7 @@ std::vector<Flag> train_flags() {
       {"--resume", "CKPT", "continue a run exactly where its checkpoint stopped"},
       {"--out", "DIR", "run folder (default runs/<date-time>)"},
       {"--save-every", "N", "write last.json every N steps (default: at the end)"},
+      {"--keep", "LIST", "checkpoints to keep: last,best (default), steps (step-N.json at each save)"},
       {"--log-every", "N", "steps between metrics records (default 50)"},
       {"--detect-anomaly", "", "check every op's output and gradient for NaN/Inf (slower)"},
   };
@@ -80,6 +81,7 @@ int run_train(const std::vector<std::string>& argv) {
     o.init = args.text("--init", o.init);
     o.out = args.text("--out");
     o.save_every = args.integer("--save-every", o.save_every, 0, INT64_MAX / 2);
+    o.keep = args.text("--keep", o.keep);
     o.log_every = args.integer("--log-every", o.log_every, 1, INT64_MAX / 2);
     o.progress_tty = tty;
     try {

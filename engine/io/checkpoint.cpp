@@ -7,13 +7,11 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <memory>
-#include <set>
-#include <sstream>
-#include <vector>
+#include <utility>
 
+#include "engine/io/json_reader.h"
 #include "engine/io/json_tensor.h"
+#include "engine/io/json_writer.h"
 
 namespace vg {
 namespace {
@@ -24,39 +22,9 @@ void expect(bool ok, const std::string& source, const std::string& what) {
   if (!ok) throw Error(source + ": " + what);
 }
 
-const json& section(const json& doc, const char* key, const std::string& source) {
+json& section(json& doc, const char* key, const std::string& source) {
   expect(doc.contains(key), source, cat_str("missing entry '", key, "'"));
   return doc.at(key);
-}
-
-// nlohmann keeps the last of two equal keys without a word; in a checkpoint that means a
-// damaged or hand-edited file, so the parse callback notes the first repeated key, with
-// the keys that lead to it, in `found`.
-json::parser_callback_t duplicate_key_finder(std::string& found) {
-  struct State {
-    std::vector<std::set<std::string>> keys;  // the keys seen so far in each open object
-    std::vector<std::string> path;            // the key (or "[]") at each depth
-  };
-  auto state = std::make_shared<State>();
-  return [state, &found](int depth, json::parse_event_t event, json& parsed) {
-    const size_t d = static_cast<size_t>(depth);
-    State& st = *state;
-    if (st.keys.size() < d + 2) st.keys.resize(d + 2);
-    if (st.path.size() < d + 2) st.path.resize(d + 2);
-    if (event == json::parse_event_t::object_start) st.keys[d + 1].clear();
-    if (event == json::parse_event_t::array_start) st.path[d + 1] = "[]";
-    if (event == json::parse_event_t::key) {
-      const std::string& key = parsed.get_ref<const std::string&>();
-      st.path[d] = key;
-      if (!st.keys[d].insert(key).second && found.empty()) {
-        std::string where;
-        for (size_t i = 1; i < d; ++i) where += (where.empty() ? "'" : " / '") + st.path[i] + "'";
-        found = cat_str("key '", key, "' appears twice",
-                        where.empty() ? std::string(" at the top level") : " in " + where);
-      }
-    }
-    return true;
-  };
 }
 
 }  // namespace
@@ -65,8 +33,9 @@ void write_file_atomically(const std::string& path, const std::string& text) {
   namespace fs = std::filesystem;
   const fs::path target(path);
   const fs::path folder = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  // (cat_str, not "." + name: GCC 12's -Wrestrict misfires on the latter)
   const fs::path temp =
-      folder / ("." + target.filename().string() + ".tmp." + std::to_string(::getpid()));
+      folder / cat_str(".", target.filename().string(), ".tmp.", ::getpid());
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) throw Error(cat_str(path, ": cannot write (", std::strerror(errno), ")"));
   size_t written = 0;
@@ -117,43 +86,43 @@ void remove_stale_temporaries(const std::string& folder) {
 std::string checkpoint_to_string(const Checkpoint& c) {
   json model = json::object();
   for (const auto& [name, tensor] : c.model) model[name] = tensor_to_json(tensor, name);
-  json doc = {{"format", kCheckpointFormat},
-              {"version", kCheckpointVersion},
-              {"config", c.config},
-              {"model", std::move(model)},
-              {"optimizer", c.optimizer},
-              {"scheduler", c.scheduler},
-              {"rng", c.rng},
-              {"data", c.data},
-              {"step", c.step},
-              {"extra", c.extra}};
-  return doc.dump();
+  // The short, readable sections first and the tensors last, so `head -c 2000` shows a run.
+  const std::pair<const char*, const json*> sections[] = {
+      {"config", &c.config}, {"scheduler", &c.scheduler}, {"rng", &c.rng},
+      {"data", &c.data},     {"extra", &c.extra},         {"optimizer", &c.optimizer},
+      {"model", &model}};
+  size_t size = 128;
+  for (const auto& [key, value] : sections) size += json_size_hint(*value);
+  std::string out;
+  out.reserve(size);
+  out += cat_str("{\"format\":\"", kCheckpointFormat, "\",\"version\":", kCheckpointVersion,
+                 ",\"step\":", c.step);
+  for (const auto& [key, value] : sections) {
+    out += cat_str(",\"", key, "\":");
+    append_json(out, *value);
+  }
+  out += '}';
+  return out;
 }
 
 void save_checkpoint(const std::string& path, const Checkpoint& c) {
   write_file_atomically(path, checkpoint_to_string(c));
 }
 
-Checkpoint parse_checkpoint(const std::string& text, const std::string& source) {
-  json doc;
-  std::string duplicate;
-  try {
-    doc = json::parse(text, duplicate_key_finder(duplicate));
-  } catch (const json::parse_error& e) {
-    throw Error(
-        cat_str(source, ": not a valid JSON document (truncated or damaged?) at byte ", e.byte));
-  } catch (const json::exception& e) {
-    // A number too large for a double (1e999) is an out_of_range error, not a parse_error.
-    throw Error(cat_str(source, ": not a valid JSON document (", json_reason(e), ")"));
-  }
-  expect(duplicate.empty(), source, duplicate);
+namespace {
+
+// The checks and the sections of a checkpoint document; its tensors' bytes are let go as
+// soon as they are tensors, so a large file is held in memory about once.
+Checkpoint from_document(json doc, const std::string& source) {
   expect(doc.is_object(), source, "not a checkpoint (the document is not a JSON object)");
   const json& format = section(doc, "format", source);
   expect(format.is_string() && format == kCheckpointFormat, source,
          cat_str("format is ", format.dump(), ", expected \"", kCheckpointFormat, "\""));
   const json& version = section(doc, "version", source);
-  expect(version.is_number_integer() && version == kCheckpointVersion, source,
-         cat_str("version ", version.dump(), " is not supported (this build reads version ",
+  expect(version.is_number_integer() && version.get<int64_t>() >= 1 &&
+             version.get<int64_t>() <= kCheckpointVersion,
+         source,
+         cat_str("version ", version.dump(), " is not supported (this build reads versions 1 and ",
                  kCheckpointVersion, ")"));
   static const char* known[] = {"format",    "version", "config", "model", "optimizer",
                                 "scheduler", "rng",     "data",   "step",  "extra"};
@@ -164,42 +133,46 @@ Checkpoint parse_checkpoint(const std::string& text, const std::string& source) 
   }
 
   Checkpoint c;
-  c.config = section(doc, "config", source);
+  c.config = std::move(section(doc, "config", source));
   expect(c.config.is_object(), source, "entry 'config' is not an object");
-  const json& model = section(doc, "model", source);
+  json& model = section(doc, "model", source);
   expect(model.is_object(), source, "entry 'model' is not an object");
-  for (const auto& [name, value] : model.items())
+  for (auto& [name, value] : model.items()) {
     c.model[name] = tensor_from_json(value, cat_str(source, ": model entry '", name, "'"));
-  c.optimizer = section(doc, "optimizer", source);
+    value = nullptr;
+  }
+  c.optimizer = std::move(section(doc, "optimizer", source));
   expect(c.optimizer.is_null() || c.optimizer.is_object(), source,
          "entry 'optimizer' is neither null nor an object");
-  c.scheduler = section(doc, "scheduler", source);
+  c.scheduler = std::move(section(doc, "scheduler", source));
   expect(c.scheduler.is_null() || c.scheduler.is_object(), source,
          "entry 'scheduler' is neither null nor an object");
-  c.rng = section(doc, "rng", source);
+  c.rng = std::move(section(doc, "rng", source));
   expect(c.rng.is_object(), source, "entry 'rng' is not an object");
-  c.data = section(doc, "data", source);
+  c.data = std::move(section(doc, "data", source));
   expect(c.data.is_object(), source, "entry 'data' is not an object");
   const json& step = section(doc, "step", source);
   expect(step.is_number_integer() && step.get<int64_t>() >= 0, source,
          "entry 'step' is not a non-negative integer");
   c.step = step.get<int64_t>();
   if (doc.contains("extra")) {
-    c.extra = doc.at("extra");
+    c.extra = std::move(doc.at("extra"));
     expect(c.extra.is_object(), source, "entry 'extra' is not an object");
   }
   return c;
+}
+
+}  // namespace
+
+Checkpoint parse_checkpoint(const std::string& text, const std::string& source) {
+  return from_document(read_json_text(text, source), source);
 }
 
 Checkpoint load_checkpoint(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     throw Error(cat_str(path, ": is a folder, expected a checkpoint file (such as last.json)"));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(cat_str(path, ": cannot open (", std::strerror(errno), ")"));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_checkpoint(text.str(), path);
+  return from_document(read_json_file(path), path);
 }
 
 }  // namespace vg

@@ -1,8 +1,11 @@
-// Checkpoints: one human-readable JSON document holding everything a run needs to go on
-// exactly where it stopped (format in DESIGN.md, "Checkpoints"):
-//   { "format": "vitgrad-checkpoint", "version": 1, "config": {...}, "model": {...},
-//     "optimizer": {...}, "scheduler": {...}, "rng": {...}, "data": {...}, "step": N }
-// float32 values are written so that they read back to the same bits.
+// Checkpoints: one JSON document holding everything a run needs to go on exactly where it
+// stopped (every field in docs/checkpoints.md):
+//   { "format": "vitgrad-checkpoint", "version": 2, "step": N, "config": {...},
+//     "scheduler": {...}, "rng": {...}, "data": {...}, "extra": {...}, "optimizer": {...},
+//     "model": {...} }
+// Everything but the tensors reads as plain JSON; a large tensor's values are its float32
+// bytes in base64 (json_tensor.h), so the file is about 1.33 times the raw bytes and a
+// value reads back to the same bits. Version 1 files (every value a number) still load.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +30,7 @@ struct Checkpoint {
 };
 
 constexpr const char* kCheckpointFormat = "vitgrad-checkpoint";
-constexpr int kCheckpointVersion = 1;
+constexpr int kCheckpointVersion = 2;  // the version written; 1 and 2 are read
 
 // Writes atomically: a temporary file in the same folder, flushed to disk, then renamed over
 // `path`. A crash during the write leaves the previous file intact.
@@ -35,7 +38,8 @@ void save_checkpoint(const std::string& path, const Checkpoint& checkpoint);
 
 // Reads and validates the whole document (format, version, every section's type, every
 // tensor's shape, dtype and values) and returns it; nothing outside is touched. Errors are a
-// vg::Error naming the file and the entry.
+// vg::Error naming the file and the entry. The file is streamed (json_reader.h): what is
+// held at the end is about the tensors' bytes, never the text or a node per number.
 Checkpoint load_checkpoint(const std::string& path);
 
 // The same as JSON text, for tests and fuzzers; `source` names it in messages.

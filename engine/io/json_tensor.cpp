@@ -1,11 +1,18 @@
 #include "engine/io/json_tensor.h"
 
 #include <bit>
+#include <cstring>
 #include <cmath>
 #include <cstdio>
 #include <limits>
 
+#include "engine/io/base64.h"
+
 namespace vg {
+
+// A large tensor's bytes are written and read as they lie in memory.
+static_assert(std::endian::native == std::endian::little, "checkpoints store little-endian bytes");
+
 namespace {
 
 using nlohmann::json;
@@ -52,9 +59,10 @@ void check_keys(const json& j, const std::string& what, std::initializer_list<co
 
 json tensor_to_json(const Tensor& t, const std::string& what) {
   check(t.defined(), "tensor_to_json: ", label(what, t), " is undefined");
+  const bool inline_values = t.numel() <= kInlineValues;
   json data = json::array();
   auto& values = data.get_ref<json::array_t&>();
-  values.reserve(static_cast<size_t>(t.numel()));
+  if (inline_values) values.reserve(static_cast<size_t>(t.numel()));
   dispatch(t.dtype(), [&](auto z) {
     using T = decltype(z);
     const T* p = t.data<T>();
@@ -66,16 +74,78 @@ json tensor_to_json(const Tensor& t, const std::string& what) {
                             "); only finite values can be saved"));
       // float -> double is exact, and nlohmann prints the shortest text that reads back to
       // the same double, so the float comes back bit for bit.
-      values.emplace_back(static_cast<double>(p[i]));
+      if (inline_values) values.emplace_back(static_cast<double>(p[i]));
     }
   });
-  return json{{"shape", t.shape()}, {"dtype", dtype_name(t.dtype())}, {"data", std::move(data)}};
+  json j{{"shape", t.shape()}, {"dtype", dtype_name(t.dtype())}};
+  if (inline_values) {
+    j["data"] = std::move(data);
+  } else {
+    std::string text;
+    append_base64(text, static_cast<const uint8_t*>(t.raw_data()),
+                  static_cast<size_t>(t.numel()) * dtype_size(t.dtype()));
+    j["base64"] = std::move(text);
+  }
+  return j;
 }
 
+namespace {
+
+// The values of "data": numbers, each one checked.
+void read_numbers(const json& data, Tensor& t, const std::string& what) {
+  check(data.is_array(), what, ": data must be an array, got ", data.type_name());
+  check(static_cast<int64_t>(data.size()) == t.numel(), what, ": data has ", data.size(),
+        " values, shape ", shape_str(t.shape()), " needs ", t.numel());
+  dispatch(t.dtype(), [&](auto z) {
+    using T = decltype(z);
+    T* p = t.data<T>();
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      const json& v = data[static_cast<size_t>(i)];
+      if (!v.is_number()) throw Error(cat_str(what, ": data[", i, "] is not a number: ", v.dump()));
+      p[i] = static_cast<T>(v.get<double>());
+      if (!std::isfinite(p[i]))
+        throw Error(cat_str(what, ": data[", i, "] = ", v.dump(), " is not a finite ",
+                            dtype_name(t.dtype())));
+    }
+  });
+}
+
+// The bytes of "base64": a binary value (json_reader.h decodes the text while reading) or the
+// text itself (a document parsed some other way), decoded into `decoded`.
+const std::vector<uint8_t>& encoded_bytes(const json& e, std::vector<uint8_t>& decoded,
+                                          const std::string& what) {
+  if (e.is_binary()) return e.get_binary();
+  check(e.is_string(), what, ": base64 must be a string, got ", e.type_name());
+  const std::string& text = e.get_ref<const std::string&>();
+  Base64Decoder decoder(decoded, what);
+  decoder.feed(text.data(), text.size());
+  decoder.finish();
+  return decoded;
+}
+
+// Little-endian bytes as the tensor's values, each one checked.
+void read_bytes(const std::vector<uint8_t>& bytes, Tensor& t, const std::string& what) {
+  std::memcpy(t.raw_data(), bytes.data(), bytes.size());
+  dispatch(t.dtype(), [&](auto z) {
+    using T = decltype(z);
+    const T* p = t.data<T>();
+    for (int64_t i = 0; i < t.numel(); ++i)
+      if (!std::isfinite(p[i]))
+        throw Error(cat_str(what, ": value ", i, " is ", p[i], ", not a finite ",
+                            dtype_name(t.dtype())));
+  });
+}
+
+}  // namespace
+
 Tensor tensor_from_json(const json& j, const std::string& what) {
-  check(j.is_object(), what, ": expected an object with shape, dtype and data, got ",
+  check(j.is_object(), what, ": expected an object with shape, dtype and data (or base64), got ",
         j.type_name());
-  check_keys(j, what, {"shape", "dtype", "data"});
+  const bool encoded = j.contains("base64");
+  if (encoded)
+    check_keys(j, what, {"shape", "dtype", "base64"});
+  else
+    check_keys(j, what, {"shape", "dtype", "data"});
 
   const json& js = j["shape"];
   check(js.is_array(), what, ": shape must be an array, got ", js.dump());
@@ -85,8 +155,8 @@ Tensor tensor_from_json(const json& j, const std::string& what) {
     check(d.is_number_integer() && d.get<int64_t>() >= 0, what,
           ": shape must hold non-negative integers, got ", js.dump());
     const int64_t n = d.get<int64_t>();
-    check(n == 0 || numel <= std::numeric_limits<int64_t>::max() / n, what, ": shape ", js.dump(),
-          " is too large");
+    check(n == 0 || numel <= std::numeric_limits<int64_t>::max() / 8 / n, what, ": shape ",
+          js.dump(), " is too large");
     numel *= n;
     shape.push_back(n);
   }
@@ -95,25 +165,21 @@ Tensor tensor_from_json(const json& j, const std::string& what) {
   check(jd.is_string() && (jd == "float32" || jd == "float64"), what,
         ": dtype must be \"float32\" or \"float64\", got ", jd.dump());
   const DType dtype = dtype_from_name(jd.get<std::string>());
-
-  const json& data = j["data"];
-  check(data.is_array(), what, ": data must be an array, got ", data.type_name());
-  check(static_cast<int64_t>(data.size()) == numel, what, ": data has ", data.size(),
-        " values, shape ", shape_str(shape), " needs ", numel);
-
+  // The values must all be there before a tensor of the claimed size is made.
+  if (!encoded) {
+    check(!j["data"].is_array() || static_cast<int64_t>(j["data"].size()) == numel, what,
+          ": data has ", j["data"].size(), " values, shape ", shape_str(shape), " needs ", numel);
+    Tensor t = Tensor::empty(shape, dtype);
+    read_numbers(j["data"], t, what);
+    return t;
+  }
+  std::vector<uint8_t> decoded;
+  const std::vector<uint8_t>& bytes = encoded_bytes(j["base64"], decoded, what);
+  const auto want = static_cast<size_t>(numel) * dtype_size(dtype);
+  check(bytes.size() == want, what, ": base64 holds ", bytes.size(), " bytes, shape ",
+        shape_str(shape), " of ", dtype_name(dtype), " needs ", want);
   Tensor t = Tensor::empty(shape, dtype);
-  dispatch(dtype, [&](auto z) {
-    using T = decltype(z);
-    T* p = t.data<T>();
-    for (int64_t i = 0; i < numel; ++i) {
-      const json& v = data[static_cast<size_t>(i)];
-      if (!v.is_number()) throw Error(cat_str(what, ": data[", i, "] is not a number: ", v.dump()));
-      p[i] = static_cast<T>(v.get<double>());
-      if (!std::isfinite(p[i]))
-        throw Error(
-            cat_str(what, ": data[", i, "] = ", v.dump(), " is not a finite ", dtype_name(dtype)));
-    }
-  });
+  read_bytes(bytes, t, what);
   return t;
 }
 

@@ -78,8 +78,8 @@ class ProgressLine : public TrainObserver {
   std::chrono::steady_clock::time_point start_;
 };
 
-// best.json whenever the test accuracy improves, last.json every --save-every steps and
-// when the loop ends. A checkpoint at step s holds everything up to s (records and
+// best.json whenever the test accuracy improves, last.json (and step-<N>.json) every
+// --save-every steps and when the loop ends, as --keep asks. A checkpoint at step s holds everything up to s (records and
 // evaluation included), so a run resumed from it repeats nothing and misses nothing.
 class Checkpointer : public TrainObserver {
  public:

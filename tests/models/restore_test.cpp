@@ -169,8 +169,8 @@ TEST_CASE("every malformed checkpoint names the file and the entry and changes n
       {"other format", edit([](json& j) { j["format"] = "safetensors"; }),
        "format is \"safetensors\", expected \"vitgrad-checkpoint\""},
       {"format missing", edit([](json& j) { j.erase("format"); }), "missing entry 'format'"},
-      {"newer version", edit([](json& j) { j["version"] = 2; }),
-       "version 2 is not supported (this build reads version 1)"},
+      {"newer version", edit([](json& j) { j["version"] = 3; }),
+       "version 3 is not supported (this build reads versions 1 and 2)"},
       {"version as text", edit([](json& j) { j["version"] = "1"; }),
        "version \"1\" is not supported"},
       // sections

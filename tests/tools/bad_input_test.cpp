@@ -88,7 +88,7 @@ TEST_CASE("every bad checkpoint, config, data file and flag is one line and exit
   const std::string truncated = (dir / "truncated.json").string();
   const std::string empty = (dir / "empty.json").string();
   const std::string other_format = variant("format", [](json& c) { c["format"] = "safetensors"; });
-  const std::string version2 = variant("version", [](json& c) { c["version"] = 2; });
+  const std::string version3 = variant("version", [](json& c) { c["version"] = 3; });
   const std::string extra_entry = variant("entry", [](json& c) { c["bogus"] = 1; });
   const std::string short_data =
       variant("short", [](json& c) { c["model"]["norm.weight"]["data"].erase(0); });
@@ -163,7 +163,7 @@ TEST_CASE("every bad checkpoint, config, data file and flag is one line and exit
        "not a valid JSON document (truncated or damaged?)"},
       {"checkpoint: empty", "eval " + empty, "not a valid JSON document"},
       {"checkpoint: other format", "eval " + other_format, "format is \"safetensors\""},
-      {"checkpoint: newer version", "eval " + version2, "version 2 is not supported"},
+      {"checkpoint: newer version", "eval " + version3, "version 3 is not supported"},
       {"checkpoint: unknown entry", "eval " + extra_entry, "unexpected entry 'bogus'"},
       {"checkpoint: data shorter than shape", "eval " + short_data,
        "model entry 'norm.weight': data has 7 values, shape [8] needs 8"},

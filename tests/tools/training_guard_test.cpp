@@ -38,7 +38,12 @@ std::string with_weights(const fs::path& dir, const std::string& name, double va
   }
   json c = json::parse(read_text(run / "last.json"));
   REQUIRE(c["model"].contains(name));
-  for (auto& v : c["model"][name]["data"]) v = value;
+  // Written as numbers whatever the tensor's size (a checkpoint reads both forms).
+  json& entry = c["model"][name];
+  int64_t numel = 1;
+  for (const json& d : entry["shape"]) numel *= d.get<int64_t>();
+  entry.erase("base64");
+  entry["data"] = std::vector<double>(static_cast<size_t>(numel), value);
   const fs::path out = dir / (name + ".json");
   std::ofstream(out) << c.dump();
   return out.string();
