@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "engine/io/checkpoint.h"
+#include "models/onnx_export.h"
 #include "models/restore.h"
 #include "models/weights_file.h"
 #include "tools/args.h"
@@ -12,9 +13,9 @@
 namespace vg::tools {
 
 int run_export(const std::vector<std::string>& argv) {
-  ArgParser args("export", "vitgrad export CKPT -o OUT [--format json|safetensors] [--ema]",
+  ArgParser args("export", "vitgrad export CKPT -o OUT [--format json|safetensors|onnx] [--ema]",
                  {{"-o", "OUT", "where to write the weights"},
-                  {"--format", "F", "json (a weights-only checkpoint, default) | safetensors"},
+                  {"--format", "F", "json (a weights-only checkpoint, default) | safetensors | onnx"},
                   {"--ema", "", "export the EMA weights the run kept (train --ema D)"}},
                  1, 1);
   args.parse(argv);
@@ -23,7 +24,7 @@ int run_export(const std::vector<std::string>& argv) {
     return 0;
   }
   if (!args.has("-o")) args.fail("-o OUT is required");
-  const std::string format = args.choice("--format", "json", {"json", "safetensors"});
+  const std::string format = args.choice("--format", "json", {"json", "safetensors", "onnx"});
   const std::string path = args.positionals()[0], out = args.text("-o");
   std::error_code ec;
   if (std::filesystem::equivalent(path, out, ec))
@@ -34,6 +35,7 @@ int run_export(const std::vector<std::string>& argv) {
   restore_checkpoint(weights, path, {.model = &model});
   if (format == "json") save_checkpoint(out, weights);
   if (format == "safetensors") save_safetensors(out, safetensors_of(weights));
+  if (format == "onnx") write_file_atomically(out, onnx_model_bytes(model));
   std::cout << "wrote " << out << " (" << model.num_parameters() << " parameters, step "
             << weights.step << ")\n";
   return 0;

@@ -55,6 +55,16 @@ TEST_CASE("safetensors export and import carry the weights to the bit") {
   CHECK(a["model"] == b["model"]);
   CHECK(b["step"] == 3);
 
+  // The ONNX graph of the same weights (its content: tests/models/onnx_export_test.cpp).
+  const std::string onnx = (dir / "m.onnx").string();
+  r = vitgrad("export " + ck + " --format onnx -o " + onnx);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(read_text(onnx).substr(0, 2) == std::string("\x08\x08"));  // ir_version 8
+  r = vitgrad("export " + ck + " --format tflite -o " + onnx);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("--format") != std::string::npos);
+
   // train --init takes the safetensors file itself.
   r = vitgrad("train --init " + st + " --data synthetic --batch 50 --steps 1 --threads 1 --out " +
               (dir / "ft").string());
