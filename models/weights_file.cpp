@@ -2,12 +2,16 @@
 
 namespace vg {
 
-SafeTensors safetensors_of(const Checkpoint& weights) {
+SafeTensors safetensors_of(const Checkpoint& weights, const ParameterList& params) {
   SafeTensors file;
   file.tensors = weights.model;
+  nlohmann::json no_weight_decay = nlohmann::json::array();
+  for (const Parameter& p : params)
+    if (p.no_weight_decay) no_weight_decay.push_back(p.name);
   file.metadata = {{"format", "pt"},
                    {kSafetensorsConfigKey, weights.config.dump()},
-                   {kSafetensorsStepKey, std::to_string(weights.step)}};
+                   {kSafetensorsStepKey, std::to_string(weights.step)},
+                   {kSafetensorsNoWeightDecayKey, no_weight_decay.dump()}};
   return file;
 }
 

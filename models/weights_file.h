@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "engine/core/parameter.h"
 #include "engine/io/checkpoint.h"
 #include "engine/io/safetensors.h"
 #include "models/vit_config.h"
@@ -15,9 +16,13 @@ namespace vg {
 // world that the tensors have PyTorch's layout.
 constexpr const char* kSafetensorsConfigKey = "vitgrad_config";  // ViTConfig as JSON text
 constexpr const char* kSafetensorsStepKey = "vitgrad_step";
+// The names of the parameters tagged no_weight_decay, as a JSON array, so that an optimiser
+// elsewhere (tools/continue_in_pytorch.py) builds the same parameter groups.
+constexpr const char* kSafetensorsNoWeightDecayKey = "vitgrad_no_weight_decay";
 
-// The model weights of `weights`, with its config and step in the metadata.
-SafeTensors safetensors_of(const Checkpoint& weights);
+// The model weights of `weights`, with its config, step and the no-weight-decay names of
+// `params` (the model's parameters) in the metadata.
+SafeTensors safetensors_of(const Checkpoint& weights, const ParameterList& params);
 
 // A weights-only checkpoint from a safetensors file read from `source`: its tensors, and
 // `config` when given, otherwise the config in its metadata (a file without one, such as a

@@ -34,7 +34,7 @@ int run_export(const std::vector<std::string>& argv) {
   ViT model(checkpoint_config(weights, path));
   restore_checkpoint(weights, path, {.model = &model});
   if (format == "json") save_checkpoint(out, weights);
-  if (format == "safetensors") save_safetensors(out, safetensors_of(weights));
+  if (format == "safetensors") save_safetensors(out, safetensors_of(weights, model.named_parameters()));
   if (format == "onnx") write_file_atomically(out, onnx_model_bytes(model));
   std::cout << "wrote " << out << " (" << model.num_parameters() << " parameters, step "
             << weights.step << ")\n";

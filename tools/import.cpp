@@ -46,7 +46,7 @@ int run_import(const std::vector<std::string>& argv) {
   imported.model = model.state_dict();
   imported.step = weights.step;
   if (is_safetensors_path(out))
-    save_safetensors(out, safetensors_of(imported));
+    save_safetensors(out, safetensors_of(imported, model.named_parameters()));
   else
     save_checkpoint(out, imported);
   std::cout << "wrote " << out << " (" << model.num_parameters() << " parameters"

@@ -43,6 +43,10 @@ TEST_CASE("safetensors export and import carry the weights to the bit") {
   CHECK(file.metadata.at("format") == "pt");
   CHECK(json::parse(file.metadata.at("vitgrad_config")) == json::parse(read_text(ck))["config"]);
   CHECK(file.metadata.at("vitgrad_step") == "3");
+  const json no_decay = json::parse(file.metadata.at("vitgrad_no_weight_decay"));
+  CHECK(std::count(no_decay.begin(), no_decay.end(), "pos_embed") == 1);
+  CHECK(std::count(no_decay.begin(), no_decay.end(), "blocks.0.attn.qkv.bias") == 1);
+  CHECK(std::count(no_decay.begin(), no_decay.end(), "blocks.0.attn.qkv.weight") == 0);
   CHECK(file.tensors.count("fc_norm.weight") == 1);  // timm's names: avg pooling's final norm
   CHECK(file.tensors.at("blocks.0.attn.qkv.weight").shape() == vg::Shape{48, 16});
 
