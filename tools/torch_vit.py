@@ -9,12 +9,21 @@ weights [out,in], qkv rows q|k|v), so `build_model` loads them with strict=True 
   * the compact ViT below otherwise (LearnableScaler norms and GRN MLPs, which timm's ViT
     does not have), which uses timm's names and semantics.
 
-Shared by vitgrad_to_torch.py, the check_*.py scripts and continue_in_pytorch.py.
+Also Fashion-MNIST, read and normalised as vitgrad reads it. Shared by vitgrad_to_torch.py,
+the check_*.py scripts and continue_in_pytorch.py.
 """
+import gzip
 import json
+import os
+import struct
+import sys
 
 import torch
 import torch.nn as nn
+
+FASHION_MNIST_MEAN, FASHION_MNIST_STD = 0.2860, 0.3530  # engine/data/dataset.h
+FASHION_MNIST_DIR = "/usr/share/datasets/fashion-mnist"  # Debian's dataset-fashion-mnist
+
 
 class LayerScale(nn.Module):
     def __init__(self, dim):
@@ -155,12 +164,57 @@ def build_model(cfg, state, use_timm=True):
     return model.eval()
 
 
+def export_metadata(path):
+    """The string metadata of a safetensors file (vitgrad_config, vitgrad_step, ...)."""
+    from safetensors import safe_open
+    with safe_open(path, framework="pt") as f:
+        return f.metadata() or {}
+
+
 def load_export(path):
     """(config dict, state dict) of a `vitgrad export --format safetensors` file."""
-    from safetensors import safe_open
     from safetensors.torch import load_file
-    with safe_open(path, framework="pt") as f:
-        metadata = f.metadata() or {}
+    metadata = export_metadata(path)
     if "vitgrad_config" not in metadata:
         raise SystemExit(f"{path}: no vitgrad_config in the metadata (not a vitgrad export)")
     return json.loads(metadata["vitgrad_config"]), load_file(path)
+
+
+def no_weight_decay_names(path, state):
+    """The parameters vitgrad tags no_weight_decay, from the export's metadata; for files
+    without that entry, timm's rule (every tensor of rank <= 1, pos_embed and cls_token)."""
+    metadata = export_metadata(path)
+    if "vitgrad_no_weight_decay" in metadata:
+        return set(json.loads(metadata["vitgrad_no_weight_decay"]))
+    return {n for n, t in state.items() if t.ndim <= 1 or n in ("pos_embed", "cls_token")}
+
+
+# --- Fashion-MNIST, read and normalised as vitgrad does -------------------------------
+
+
+def read_idx(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rb") as f:
+        data = f.read()
+    magic, = struct.unpack(">I", data[:4])
+    dims = struct.unpack(">" + "I" * (magic & 0xFF), data[4:4 + 4 * (magic & 0xFF)])
+    payload = data[4 + 4 * len(dims):]
+    return torch.frombuffer(bytearray(payload), dtype=torch.uint8).reshape(dims)
+
+
+def find(folder, stem):
+    for name in (stem, stem + ".gz"):
+        if os.path.exists(os.path.join(folder, name)):
+            return os.path.join(folder, name)
+    sys.exit(f"{folder}: no {stem}[.gz]")
+
+
+def fashion_mnist(folder, split):
+    """(images (N, 1, 28, 28) float32, normalised as vitgrad does; labels) of a split."""
+    stem = "t10k" if split == "test" else "train"
+    images = read_idx(find(folder, stem + "-images-idx3-ubyte"))
+    labels = read_idx(find(folder, stem + "-labels-idx1-ubyte")).long()
+    # (v / 255 - mean) / std in double, then float32: the same table vitgrad uses.
+    table = ((torch.arange(256, dtype=torch.float64) / 255.0 - FASHION_MNIST_MEAN) /
+             FASHION_MNIST_STD).float()
+    return table[images.long()].unsqueeze(1), labels  # (N, 1, 28, 28): channels first

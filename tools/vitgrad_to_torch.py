@@ -23,20 +23,15 @@ A full training checkpoint works as well as a `vitgrad export` (weights-only) on
 so does a `vitgrad export --format safetensors` file.
 """
 import argparse
-import gzip
 import json
 import os
-import struct
 import sys
 
 import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_vit import build_model, load_export  # noqa: E402  (the compact ViT and timm's, shared)
-
-FASHION_MNIST_MEAN, FASHION_MNIST_STD = 0.2860, 0.3530  # engine/data/dataset.h
-
+from torch_vit import build_model, fashion_mnist, load_export  # noqa: E402  (shared)
 
 def load_vitgrad(path):
     """(config dict, state dict of float32 tensors) from a vitgrad checkpoint file."""
@@ -53,35 +48,6 @@ def load_vitgrad(path):
         state[name] = torch.tensor(entry["data"], dtype=torch.float64).to(dtype).reshape(
             entry["shape"])
     return doc["config"], state
-
-
-# --- Fashion-MNIST, read and normalised as vitgrad does -------------------------------
-
-
-def read_idx(path):
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rb") as f:
-        data = f.read()
-    magic, = struct.unpack(">I", data[:4])
-    dims = struct.unpack(">" + "I" * (magic & 0xFF), data[4:4 + 4 * (magic & 0xFF)])
-    payload = data[4 + 4 * len(dims):]
-    return torch.frombuffer(bytearray(payload), dtype=torch.uint8).reshape(dims)
-
-
-def find(folder, stem):
-    for name in (stem, stem + ".gz"):
-        if os.path.exists(os.path.join(folder, name)):
-            return os.path.join(folder, name)
-    sys.exit(f"{folder}: no {stem}[.gz]")
-
-
-def fashion_mnist_test(folder):
-    images = read_idx(find(folder, "t10k-images-idx3-ubyte"))
-    labels = read_idx(find(folder, "t10k-labels-idx1-ubyte")).long()
-    # (v / 255 - mean) / std in double, then float32: the same table vitgrad uses.
-    table = ((torch.arange(256, dtype=torch.float64) / 255.0 - FASHION_MNIST_MEAN) /
-             FASHION_MNIST_STD).float()
-    return table[images.long()].unsqueeze(1), labels  # (N, 1, 28, 28): channels first
 
 
 @torch.no_grad()
@@ -110,7 +76,7 @@ def main():
         print(f"wrote {args.save}")
     if args.fashion_mnist:
         torch.set_num_threads(max(1, torch.get_num_threads()))
-        images, labels = fashion_mnist_test(args.fashion_mnist)
+        images, labels = fashion_mnist(args.fashion_mnist, "test")
         logits = logits_of(model, images)
         predicted = logits.argmax(1)
         correct = int((predicted == labels).sum())
