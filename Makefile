@@ -49,13 +49,13 @@ asan: deps
 	$(MAKE) build BUILD=build-asan CMAKE_FLAGS="-DSANITIZE=ON -DPORTABLE=ON"
 	tests/run_all.sh build-asan
 
-# libFuzzer harnesses (fuzz/) for the checkpoint loader, the config parser and the IDX reader,
-# built with clang under ASan and UBSan, each run for FUZZ_SECONDS from its committed seed
-# corpus. A crash, sanitizer report, leak or hang fails the target; the input that caused it
+# libFuzzer harnesses (fuzz/) for the checkpoint loader, the config parser, the IDX reader and
+# the safetensors reader, built with clang under ASan and UBSan, each run for FUZZ_SECONDS from
+# its committed seed corpus. A crash, sanitizer report, leak or hang fails the target; the input that caused it
 # is written to build-fuzz/ (add it to the bad-input corpus once fixed).
 FUZZ_DEPS := clang-14 libclang-rt-14-dev libomp-14-dev
 FUZZ_SECONDS ?= 60
-FUZZERS := checkpoint config idx
+FUZZERS := checkpoint config idx safetensors
 
 fuzz-deps:
 	@$(MAKE) --no-print-directory deps DEPS="$(DEPS) $(FUZZ_DEPS)"

@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # Writes the seed corpora of the fuzzers into fuzz/corpus/: a small trained checkpoint (values
 # rounded to keep it short), its weights-only form and two stubs; ViTConfig files; IDX image
-# and label files, plain and gzipped. (checkpoint/run_v1.json is a version-1 file kept as an
-# earlier build wrote it; this script leaves it alone.) Usage: fuzz/make_corpus.sh [path/to/vitgrad]
+# and label files, plain and gzipped; the checkpoint's safetensors export, cut in half, and a
+# hand-made F16 file. (checkpoint/run_v1.json is a version-1 file kept as an earlier build
+# wrote it; this script leaves it alone.) Usage: fuzz/make_corpus.sh [path/to/vitgrad]
 set -euo pipefail
 cd "$(dirname "$0")"
 vitgrad=$(realpath "${1:-../build/vitgrad}")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-mkdir -p corpus/checkpoint corpus/config corpus/idx
+mkdir -p corpus/checkpoint corpus/config corpus/idx corpus/safetensors
 "$vitgrad" train --data synthetic --synthetic-size 20 --depth 1 --dim 4 --heads 1 --patch 14 \
   --mlp-ratio 1 --batch 10 --threads 1 --steps 1 --out "$tmp/run" >/dev/null 2>&1
 cp "$tmp/run/config.json" corpus/config/run_config.json
+"$vitgrad" export "$tmp/run/last.json" --format safetensors \
+  -o corpus/safetensors/export.safetensors >/dev/null
 python3 - "$tmp/run/last.json" <<'PY'
 import gzip, json, struct, sys
 def rounded(x):
@@ -26,6 +29,11 @@ open("corpus/checkpoint/run.json", "w").write(run)
 w = dict(c, optimizer=None, scheduler=None, rng={}, data={}, extra={})
 open("corpus/checkpoint/weights_only.json", "w").write(json.dumps(w, separators=(",", ":")))
 open("corpus/checkpoint/truncated.json", "w").write(run[:300])
+export = open("corpus/safetensors/export.safetensors", "rb").read()
+open("corpus/safetensors/truncated.safetensors", "wb").write(export[:len(export) // 2])
+half = b'{"w":{"dtype":"F16","shape":[2],"data_offsets":[0,4]},"__metadata__":{"format":"pt"}}'
+open("corpus/safetensors/half.safetensors", "wb").write(
+    struct.pack("<Q", len(half)) + half + bytes([0x00, 0x3c, 0x00, 0xc0]))
 open("corpus/checkpoint/header_only.json", "w").write(
     '{"format":"vitgrad-checkpoint","version":1,"config":{},"model":{},"optimizer":null,'
     '"scheduler":null,"rng":{},"data":{},"step":0}')

@@ -15,6 +15,7 @@
 #include "models/trainer/observers.h"
 #include "models/trainer/run.h"
 #include "models/trainer/stop_signals.h"
+#include "models/weights_file.h"
 
 namespace vg {
 namespace {
@@ -125,7 +126,7 @@ EvalResult evaluate(ViT& model, const data::Dataset& data, int64_t batch_size,
 TrainResult train(const TrainOptions& options, std::ostream& log) {
   options.validate();
   std::optional<Checkpoint> init;
-  if (!options.init.empty()) init = load_checkpoint(options.init);
+  if (!options.init.empty()) init = load_weights(options.init);  // JSON or safetensors
   const std::unique_ptr<Run> run =
       build_run(options, 0, {.init = init ? &*init : nullptr, .path = options.init});
   run->out_dir = options.out.empty() ? default_out_dir() : options.out;

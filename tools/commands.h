@@ -17,6 +17,8 @@ int run_train(const std::vector<std::string>& args);
 int run_eval(const std::vector<std::string>& args);
 // A weights-only copy (config and model) of a checkpoint.
 int run_export(const std::vector<std::string>& args);
+// A checkpoint from safetensors weights (a timm ViT's or a vitgrad export).
+int run_import(const std::vector<std::string>& args);
 // Per-layer table of output shapes, parameters and FLOPs.
 int run_summary(const std::vector<std::string>& args);
 // The autograd graph of one forward pass and loss, as Graphviz DOT.

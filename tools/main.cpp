@@ -21,7 +21,8 @@ const char* kUsage =
     "commands:\n"
     "  train      train a ViT (Fashion-MNIST by default), or resume a run\n"
     "  eval       loss and accuracy of a checkpoint on a data split\n"
-    "  export     the weights of a checkpoint (config and model) as a smaller checkpoint\n"
+    "  export     the weights of a checkpoint as a smaller checkpoint, safetensors or ONNX\n"
+    "  import     a checkpoint from safetensors weights (timm's or a vitgrad export)\n"
     "  summary    per-layer output shapes, parameters and forward FLOPs of a model\n"
     "  gradcheck  the float64 gradient check of every op and layer\n"
     "  bench      time training steps: images/s, GFLOP/s, peak memory\n"
@@ -35,10 +36,11 @@ const char* kUsage =
 using Command = int (*)(const std::vector<std::string>&);
 const std::pair<const char*, Command> kCommands[] = {
     {"train", vg::tools::run_train},         {"eval", vg::tools::run_eval},
-    {"export", vg::tools::run_export},       {"summary", vg::tools::run_summary},
-    {"gradcheck", vg::tools::run_gradcheck}, {"graph", vg::tools::run_graph},
-    {"demo", vg::tools::run_demo},           {"plot", vg::tools::run_plot},
-    {"bench", vg::tools::run_bench},         {"ablate", vg::tools::run_ablate},
+    {"export", vg::tools::run_export},       {"import", vg::tools::run_import},
+    {"summary", vg::tools::run_summary},     {"gradcheck", vg::tools::run_gradcheck},
+    {"graph", vg::tools::run_graph},         {"demo", vg::tools::run_demo},
+    {"plot", vg::tools::run_plot},           {"bench", vg::tools::run_bench},
+    {"ablate", vg::tools::run_ablate},
 };
 
 // Two libraries read their settings once, when they are loaded, so vitgrad sets them by

@@ -9,6 +9,8 @@
 #include "engine/autograd/autograd.h"
 #include "engine/core/parallel.h"
 #include "engine/io/checkpoint.h"
+#include "engine/io/safetensors.h"
+#include "engine/ops/ops.h"
 #include "models/restore.h"
 #include "models/trainer/stop_signals.h"
 #include "models/training.h"
@@ -36,6 +38,19 @@ std::vector<Flag> train_flags() {
   };
   flags.insert(flags.end(), own.begin(), own.end());
   return flags;
+}
+
+// "images" (N, H, W, C) as the model sees them and "logits" (N, num_classes), so that other
+// engines can be checked against vitgrad on the very same inputs.
+void save_images_and_logits(const std::string& path, ViT& model, const data::Dataset& data,
+                            int64_t batch) {
+  NoGradGuard no_grad;
+  model.eval();
+  std::vector<Tensor> logits;
+  for (const data::Batch& b : data::InOrder(data, batch)) logits.push_back(model.forward(b.images));
+  SafeTensors file;
+  file.tensors = {{"images", data.images}, {"logits", cat(logits, 0)}};
+  save_safetensors(path, file);
 }
 
 }  // namespace
@@ -119,7 +134,9 @@ int run_eval(const std::vector<std::string>& argv) {
        {"--batch", "N", "images per forward pass (default 500)"},
        {"--threads", "N", "threads for kernels and OpenBLAS"},
        {"--json", "", "print one JSON line {loss, accuracy, count}"},
-       {"--predictions", "FILE", "write the predicted class of every image, one a line"}},
+       {"--predictions", "FILE", "write the predicted class of every image, one a line"},
+       {"--logits", "FILE", "write the images and their logits as .safetensors (for the "
+                            "check scripts of tools/)"}},
       1, 1);
   args.parse(argv);
   if (args.help_requested()) {
@@ -146,13 +163,15 @@ int run_eval(const std::vector<std::string>& argv) {
   o.data = args.choice("--data", o.data, {"fashion-mnist", "synthetic"});
   if (args.has("--data-dir")) o.data_dir = args.text("--data-dir");
   std::vector<int32_t> predictions;
-  const EvalResult r = evaluate(model, load_dataset(o, split), batch,
+  const data::Dataset data = load_dataset(o, split);
+  const EvalResult r = evaluate(model, data, batch,
                                 args.has("--predictions") ? &predictions : nullptr);
   if (args.has("--predictions")) {
     std::string lines;
     for (int32_t p : predictions) lines += std::to_string(p) + "\n";
     write_file_atomically(args.text("--predictions"), lines);
   }
+  if (args.has("--logits")) save_images_and_logits(args.text("--logits"), model, data, batch);
   if (args.on("--json")) {
     std::cout << nlohmann::ordered_json{{"loss", r.loss},
                                         {"accuracy", r.accuracy},

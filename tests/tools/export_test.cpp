@@ -80,7 +80,7 @@ TEST_CASE("export keeps config and weights only; eval and --init read it") {
   // Misuse: one line on stderr, exit code 2.
   const std::vector<std::pair<std::string, std::string>> misuse = {
       {"export", "expected 1 positional argument"},
-      {"export " + ck, "-o OUT.json is required"},
+      {"export " + ck, "-o OUT is required"},
       {"export " + ck + " -o " + ck, "is the checkpoint itself"},
       {"export " + weights + " --ema -o " + (dir / "x.json").string(),
        "extra entry 'ema' is missing"},
