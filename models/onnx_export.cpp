@@ -20,7 +20,7 @@ class VitGraph {
     g_.input("images", {-1, c.in_chans, c.img_size, c.img_size});
     std::string x = tokens("images");
     for (int64_t i = 0; i < c.depth; ++i) x = block(x, "blocks." + std::to_string(i) + ".");
-    if (c.global_pool == "token") {
+    if (c.global_pool == GlobalPool::token) {
       x = g_.node("Gather", {norm(x, "norm"), g_.ints("cls_index", {0})}, "pool",
                   {onnx_int("axis", 1)});
       x = g_.node("Squeeze", {x, g_.ints("pool_axes", {1})}, "pool");
@@ -72,7 +72,7 @@ class VitGraph {
 
   // LayerNorm (eps 1e-6, as timm's ViT) or LearnableScaler (a * x + b).
   std::string norm(const std::string& x, const std::string& prefix) {
-    if (config_.norm == "layernorm")
+    if (config_.norm == nn::NormKind::layernorm)
       return g_.node("LayerNormalization",
                      {x, weight(prefix + ".weight"), weight(prefix + ".bias")}, prefix,
                      {onnx_int("axis", -1), onnx_float("epsilon", 1e-6f)});

@@ -131,10 +131,10 @@ TEST_CASE("ONNX export of a LayerNorm ViT with class-token pooling") {
 
 TEST_CASE("ONNX export of a LearnableScaler ViT with GRN, LayerScale and average pooling") {
   vg::ViTConfig c = vg::testing::small_config(3);
-  c.norm = "learnable_scaler";
+  c.norm = vg::nn::NormKind::learnable_scaler;
   c.grn = true;
-  c.layerscale = "0.1";
-  c.global_pool = "avg";
+  c.layerscale = vg::LayerScaleSetting::fixed(0.1);
+  c.global_pool = vg::GlobalPool::avg;
   const auto ops = check_export(c);
   CHECK(ops.count("LayerNormalization") == 0);
   CHECK(ops.at("ReduceL2") == 3);     // one GRN per block
