@@ -39,6 +39,7 @@ json TrainOptions::to_json() const {
           {"synthetic_test", synthetic_test},
           {"epochs", epochs},
           {"steps", steps},
+          {"max_steps", max_steps},
           {"batch", batch},
           {"opt", opt},
           {"lr", lr},
@@ -58,6 +59,13 @@ json TrainOptions::to_json() const {
           {"attn_extra_loss_layers", aux.attn_layers},
           {"augment", augment},
           {"crop", crop},
+          {"rand_augment", rand_augment},
+          {"reprob", reprob},
+          {"remode", remode},
+          {"mixup", mixup},
+          {"cutmix", cutmix},
+          {"mixup_prob", mixup_prob},
+          {"mixup_switch_prob", mixup_switch_prob},
           {"seed", std::to_string(seed)},
           {"ema", ema},
           {"init", init},
@@ -81,6 +89,7 @@ TrainOptions TrainOptions::from_json(const json& j, const ViTConfig& model) {
   read(j, "synthetic_test", o.synthetic_test);
   read(j, "epochs", o.epochs);
   read(j, "steps", o.steps);
+  read(j, "max_steps", o.max_steps);
   read(j, "batch", o.batch);
   read(j, "opt", o.opt);
   read(j, "lr", o.lr);
@@ -100,6 +109,13 @@ TrainOptions TrainOptions::from_json(const json& j, const ViTConfig& model) {
   read(j, "attn_extra_loss_layers", o.aux.attn_layers);
   read(j, "augment", o.augment);
   read(j, "crop", o.crop);  // absent in runs saved before the option: crop on
+  read(j, "rand_augment", o.rand_augment);  // the augmentations below: off when absent
+  read(j, "reprob", o.reprob);
+  read(j, "remode", o.remode);
+  read(j, "mixup", o.mixup);
+  read(j, "cutmix", o.cutmix);
+  read(j, "mixup_prob", o.mixup_prob);
+  read(j, "mixup_switch_prob", o.mixup_switch_prob);
   std::string seed = std::to_string(o.seed);
   read(j, "seed", seed);
   try {
@@ -118,6 +134,22 @@ TrainOptions TrainOptions::from_json(const json& j, const ViTConfig& model) {
   read(j, "amp", o.amp);  // absent in runs saved before the option: fp32
   o.validate();
   return o;
+}
+
+data::AugmentPolicy TrainOptions::augment_policy(int64_t num_classes) const {
+  data::AugmentPolicy p;
+  if (!rand_augment.empty()) p.rand_augment = data::parse_rand_augment(rand_augment);
+  p.random_erasing.prob = reprob;
+  p.random_erasing.mode = remode;
+  p.mixup.mixup_alpha = mixup;
+  p.mixup.cutmix_alpha = cutmix;
+  p.mixup.prob = mixup_prob;
+  p.mixup.switch_prob = mixup_switch_prob;
+  p.mixup.label_smoothing = label_smoothing;
+  p.mixup.num_classes = num_classes;
+  p.random_erasing.validate();
+  p.mixup.validate();
+  return p;
 }
 
 TrainOptions training_defaults(const std::string& preset_name) {
@@ -146,7 +178,8 @@ void TrainOptions::validate() const {
         "--data must be fashion-mnist or synthetic, got '", data, "'");
   check(synthetic_train > 0 && synthetic_test > 0, "synthetic data sizes must be positive");
   check(epochs > 0 || steps > 0, "give --epochs or --steps (a positive number)");
-  check(epochs >= 0 && steps >= 0, "--epochs and --steps must not be negative");
+  check(epochs >= 0 && steps >= 0 && max_steps >= 0,
+        "--epochs, --steps and --max-steps must not be negative");
   check(batch > 0 && batch <= 65536, "--batch must be between 1 and 65536, got ", batch);
   check(opt == "sgd" || opt == "adamw" || opt == "lamb", "--opt must be sgd, adamw or lamb, got '",
         opt, "'");
@@ -170,6 +203,11 @@ void TrainOptions::validate() const {
         "--feature-threshold must be a number >= 0, got ", aux.feature_threshold);
   check(aux.attn_layers >= 1, "--attn-extra-loss-layers must be >= 1, got ", aux.attn_layers);
   check(ema == 0 || (ema > 0 && ema < 1), "--ema must be in (0, 1), got ", ema);
+  try {
+    augment_policy(model.num_classes);  // each augmentation checks its own settings
+  } catch (const Error& e) {
+    throw Error(cat_str("training options: ", e.what()));
+  }
   check(save_every >= 0 && log_every >= 1 && eval_batch >= 1,
         "--save-every must be >= 0 and the logging and evaluation intervals >= 1");
   check_matmul_precision_supported(parse_matmul_precision(amp, "--amp"));

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "engine/autograd/autograd.h"
+#include "engine/data/pad_images.h"
 #include "engine/io/checkpoint.h"
 #include "engine/kernels/matmul_precision.h"
 #include "engine/ops/ops.h"
@@ -45,6 +46,7 @@ TrainResult fit(Run& run, std::ostream& log) {
     result.test_loss = run.last_eval->loss;
     result.test_accuracy = run.last_eval->accuracy;
   }
+  if (run.last_ema_accuracy) result.ema_test_accuracy = *run.last_ema_accuracy;
   result.best_test_accuracy = run.best_accuracy;
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   result.out_dir = run.out_dir;
@@ -98,14 +100,33 @@ std::string continuation_folder(const std::string& path, int64_t step, const std
 }  // namespace
 
 data::Dataset load_dataset(const TrainOptions& o, const std::string& split) {
-  if (o.data == "synthetic")
-    return data::make_synthetic(split, split == "train" ? o.synthetic_train : o.synthetic_test,
-                                o.seed);
-  return data::load_fashion_mnist(o.data_dir.empty() ? kFashionMnistDir : o.data_dir, split);
+  data::Dataset d =
+      o.data == "synthetic"
+          ? data::make_synthetic(split, split == "train" ? o.synthetic_train : o.synthetic_test,
+                                 o.seed)
+          : data::load_fashion_mnist(o.data_dir.empty() ? kFashionMnistDir : o.data_dir, split);
+  // A model for larger images (patch 16 needs 32 x 32) sees the images padded with black.
+  if (d.images.size(1) < o.model.img_size) d = data::pad_images(d, o.model.img_size);
+  return d;
 }
 
+namespace {
+
+// The batch's images mirrored left to right.
+Tensor flipped(const Tensor& images) {
+  const Shape& s = images.shape();
+  Tensor out = Tensor::empty(s, DType::f32);
+  const int64_t image_size = s[1] * s[2] * s[3];
+  for (int64_t i = 0; i < s[0]; ++i)
+    data::apply_augment(images.data<float>() + i * image_size, out.data<float>() + i * image_size,
+                        s[1], s[2], s[3], data::Augment{0, 0, true}, 0.0f);
+  return out;
+}
+
+}  // namespace
+
 EvalResult evaluate(ViT& model, const data::Dataset& data, int64_t batch_size,
-                    std::vector<int32_t>* predictions) {
+                    std::vector<int32_t>* predictions, bool tta_flip) {
   NoGradGuard no_grad;
   model.eval();
   EvalResult r;
@@ -113,6 +134,7 @@ EvalResult evaluate(ViT& model, const data::Dataset& data, int64_t batch_size,
   int64_t correct = 0;
   for (const data::Batch& batch : data::InOrder(data, batch_size)) {
     Tensor logits = model.forward(batch.images);
+    if (tta_flip) logits = mul(add(logits, model.forward(flipped(batch.images))), 0.5);
     const int64_t n = static_cast<int64_t>(batch.labels.size());
     loss_sum += cross_entropy(logits, batch.labels).item() * double(n);
     correct += count_correct(logits, batch.labels, predictions);

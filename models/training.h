@@ -15,6 +15,7 @@
 #include <string>
 
 #include "engine/data/dataset.h"
+#include "engine/data/loader.h"
 #include "models/vit.h"
 #include "models/vit_config.h"
 
@@ -28,6 +29,7 @@ struct TrainOptions {
   int64_t synthetic_test = data::kSyntheticTestSize;
   int64_t epochs = 10;
   int64_t steps = 0;  // > 0: optimiser steps in total, instead of epochs
+  int64_t max_steps = 0;  // > 0: stop after this many steps; the schedule spans the whole run
   int64_t batch = 128;
   std::string opt = "adamw";  // "sgd" | "adamw" | "lamb"
   double lr = 1e-3;
@@ -44,6 +46,13 @@ struct TrainOptions {
   AuxLossConfig aux;  // the LearnableScaler recipe's auxiliary losses
   bool augment = true;
   bool crop = true;  // with augment: random crop as well as flip
+  // timm's augmentations (engine/data AugmentPolicy), all off by default:
+  std::string rand_augment;       // a RandAugment policy such as "rand-m7-mstd0.5"; "": none
+  double reprob = 0;              // random erasing probability
+  std::string remode = "pixel";   // its fill: pixel | rand | const
+  double mixup = 0, cutmix = 0;   // Beta alphas; with either, soft targets and label_smoothing
+  double mixup_prob = 1;          // the chance that a batch is mixed
+  double mixup_switch_prob = 0.5;  // cutmix's share when both are on
   uint64_t seed = 0;
   double ema = 0;          // > 0: keep a model EMA with this decay
   std::string init;        // start from a checkpoint's config and weights
@@ -63,6 +72,8 @@ struct TrainOptions {
   static TrainOptions from_json(const nlohmann::json& j, const ViTConfig& model);
   void validate() const;
   bool keeps(const std::string& kind) const;  // whether `keep` lists kind
+  // The loader's augmentation policy these options describe, with targets `num_classes` wide.
+  data::AugmentPolicy augment_policy(int64_t num_classes) const;
 };
 
 // The training options a named model preset implies: the defaults above, except for
@@ -73,6 +84,7 @@ struct TrainResult {
   int64_t steps = 0;
   bool evaluated = false;  // test_loss and test_accuracy hold the latest evaluation
   double test_loss = 0, test_accuracy = 0, best_test_accuracy = 0;
+  double ema_test_accuracy = -1;  // the EMA weights' last test accuracy; -1: no EMA
   double seconds = 0;
   std::string out_dir;
   int signal = 0;  // SIGINT or SIGTERM when one stopped the run early (last.json saved)
@@ -94,9 +106,10 @@ struct EvalResult {
   int64_t count = 0;
 };
 // Cross-entropy and accuracy over a whole data set, in eval mode and without gradients.
-// With `predictions`, also the predicted class of every image, in data set order.
+// With `predictions`, also the predicted class of every image, in data set order. With
+// `tta_flip`, each image's logits are the mean of its own and its mirror image's.
 EvalResult evaluate(ViT& model, const data::Dataset& data, int64_t batch_size = 500,
-                    std::vector<int32_t>* predictions = nullptr);
+                    std::vector<int32_t>* predictions = nullptr, bool tta_flip = false);
 
 // Where Debian's dataset-fashion-mnist package installs the four gzipped IDX files: a run's
 // Fashion-MNIST when --data-dir is not given.

@@ -119,10 +119,13 @@ std::vector<std::pair<std::string, ViTConfig>> ablation_variants(const ViTConfig
 int run_ablate(const std::vector<std::string>& argv) {
   ArgParser args("ablate", "vitgrad ablate [model flags] [training flags] --out DIR",
                  ablate_flags());
-  // The model defaults to the recipe's (depth 24); --preset or --config replaces it.
+  recipe_aliases(args);
+  model_aliases(args);
+  // The model defaults to the recipe's (depth 24); --preset, --config or --model replaces it.
   std::vector<std::string> with_model = argv;
   bool named = false;
-  for (const std::string& a : argv) named |= a.starts_with("--preset") || a.starts_with("--config");
+  for (const std::string& a : argv)
+    named |= a.starts_with("--preset") || a.starts_with("--config") || a.starts_with("--model");
   if (!named) with_model.insert(with_model.begin(), {"--preset", "fmnist-ls-recipe"});
   args.parse(with_model);
   if (args.help_requested()) {

@@ -87,6 +87,16 @@ const Flag* ArgParser::find(const std::string& name) const {
   return nullptr;
 }
 
+void ArgParser::alias(const std::string& other_name, const std::string& flag) {
+  if (!find(flag)) fail("internal: alias " + other_name + " of undeclared flag " + flag);
+  aliases_[other_name] = flag;
+}
+
+void ArgParser::implicit_value(const std::string& flag, const std::string& value) {
+  if (!find(flag)) fail("internal: implicit value of undeclared flag " + flag);
+  implicit_[flag] = value;
+}
+
 void ArgParser::fail(const std::string& message) const {
   throw UsageError("vitgrad " + command_ + ": " + message);
 }
@@ -109,26 +119,32 @@ void ArgParser::parse(const std::vector<std::string>& args) {
       continue;
     }
     const size_t eq = arg.find('=');
-    const std::string name = arg.substr(0, eq);
+    const std::string given = arg.substr(0, eq);
+    const auto alias = aliases_.find(given);
+    const std::string name = alias == aliases_.end() ? given : alias->second;
     const Flag* flag = find(name);
     if (!flag) {
       std::vector<std::string> names = {"--help"};
       for (const Flag& f : flags_) names.push_back(f.name);
+      for (const auto& [other, own] : aliases_) names.push_back(other);
       const std::string guess = did_you_mean(name, names);
       fail("unknown flag " + name + (guess.empty() ? " (see vitgrad " + command_ + " --help)"
                                                    : " (did you mean " + guess + "?)"));
     }
-    if (values_.count(name)) fail(name + " given twice");
+    if (values_.count(name))
+      fail(name + " given twice" + (given != name ? " (as " + given + ")" : ""));
     if (flag->value_name.empty()) {
-      if (eq != std::string::npos) fail(name + " takes no value");
+      if (eq != std::string::npos) fail(given + " takes no value");
       values_[name] = "";
     } else if (eq != std::string::npos) {
       values_[name] = arg.substr(eq + 1);
+    } else if (implicit_.count(name) && (i + 1 >= args.size() || looks_like_flag(args[i + 1]))) {
+      values_[name] = implicit_.at(name);
     } else {
-      if (i + 1 >= args.size()) fail(name + " needs a value (" + flag->value_name + ")");
+      if (i + 1 >= args.size()) fail(given + " needs a value (" + flag->value_name + ")");
       const std::string& value = args[++i];
       if (looks_like_flag(value))
-        fail(name + " needs a value, got " + value + " (write " + name + "=" + value +
+        fail(given + " needs a value, got " + value + " (write " + given + "=" + value +
              " if that is the value)");
       values_[name] = value;
     }
@@ -151,7 +167,10 @@ std::string ArgParser::help() const {
       left.resize(26, ' ');
     else
       left += "  ";
-    out << left << f.help << "\n";
+    std::string others;
+    for (const auto& [other, own] : aliases_)
+      if (own == f.name) others += (others.empty() ? "" : ", ") + other;
+    out << left << f.help << (others.empty() ? "" : " [also " + others + "]") << "\n";
   }
   return out.str();
 }

@@ -28,6 +28,12 @@ class ArgParser {
   // is refused: the value was most likely forgotten. Negative numbers ("--lr -1") are values,
   // and "--flag=VALUE" takes any value.
   void parse(const std::vector<std::string>& args);
+  // Another name for a declared flag (timm's "--batch-size" for "--batch"): its value is read
+  // under the flag's own name, giving both is "given twice", and --help lists it.
+  void alias(const std::string& other_name, const std::string& flag);
+  // The value a flag takes when it stands alone (last, or followed by another flag), as
+  // timm's switch "--amp" means "--amp bf16" here.
+  void implicit_value(const std::string& flag, const std::string& value);
   bool help_requested() const { return help_; }
   std::string help() const;  // usage line and one line per flag
 
@@ -50,6 +56,8 @@ class ArgParser {
 
   std::string command_, usage_;
   std::vector<Flag> flags_;
+  std::map<std::string, std::string> aliases_;  // other name -> the flag's own name
+  std::map<std::string, std::string> implicit_;  // flag -> its value when it stands alone
   size_t min_positionals_, max_positionals_;
   bool help_ = false;
   std::map<std::string, std::string> values_;

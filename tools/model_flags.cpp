@@ -2,6 +2,7 @@
 
 #include "engine/core/error.h"
 #include "tools/config_file.h"
+#include "tools/model_names.h"
 
 namespace vg::tools {
 
@@ -11,6 +12,10 @@ std::vector<Flag> model_flags() {
   return {{"--preset", "NAME", "a named model (default fmnist-tiny): " + presets},
           {"--config", "FILE",
            "a run's config.json (model and training recipe) or a ViTConfig JSON file"},
+          {"--model", "NAME",
+           "a model named as timm or the LearnableScaler reference does "
+           "(vit_learnable_scaler_embed_dim192_patch16_head3_depth36, vit_tiny_patch16_224)"},
+          {"--img-size", "N", "image side; smaller data images are padded with black to it"},
           {"--depth", "N", "number of blocks"},
           {"--dim", "N", "embedding dimension"},
           {"--heads", "N", "attention heads"},
@@ -24,9 +29,13 @@ std::vector<Flag> model_flags() {
           {"--dropout", "R", "dropout rate"}};
 }
 
+void model_aliases(ArgParser& args) {
+  args.alias("--drop", "--dropout");  // timm's names
+}
+
 ViTConfig model_from_flags(const ArgParser& args) {
-  if (args.has("--preset") && args.has("--config"))
-    args.fail("give --preset or --config, not both");
+  if (int(args.has("--preset")) + int(args.has("--config")) + int(args.has("--model")) > 1)
+    args.fail("give one of --preset, --config and --model");
   ViTConfig c;
   try {
     if (args.has("--config")) {
@@ -36,12 +45,15 @@ ViTConfig model_from_flags(const ArgParser& args) {
       } catch (const Error& e) {
         throw Error(file.path + (file.train ? ": section 'model': " : ": ") + e.what());
       }
+    } else if (args.has("--model")) {
+      c = model_from_name(args.text("--model"), preset("fmnist-tiny"));
     } else {
       c = preset(args.text("--preset", "fmnist-tiny"));
     }
   } catch (const Error& e) {
     args.fail(e.what());
   }
+  c.img_size = args.integer("--img-size", c.img_size, 1, 4096);
   c.depth = args.integer("--depth", c.depth, 1, 1024);
   c.embed_dim = args.integer("--dim", c.embed_dim, 1, 65536);
   c.num_heads = args.integer("--heads", c.num_heads, 1, 4096);

@@ -42,6 +42,7 @@ struct Curve {
 struct RunMetrics {
   std::string path, label;
   Curve train_loss, test_loss, train_accuracy, test_accuracy, lr;
+  Curve ema_test_accuracy;  // runs with --ema: the averaged weights' test accuracy
   std::map<std::string, Curve> layerscale, grn;  // by parameter path, e.g. blocks.0.ls1
 };
 
@@ -96,6 +97,8 @@ void add_record(const json& record, RunMetrics& run) {
     const double step = required_step(record, kind);
     run.test_loss.add(step, number_or_nan(record, "test_loss"));
     run.test_accuracy.add(step, number_or_nan(record, "test_accuracy"));
+    if (record.contains("ema_test_accuracy"))
+      run.ema_test_accuracy.add(step, number_or_nan(record, "ema_test_accuracy"));
   }
   // Other kinds are records of later versions: ignored, as unknown keys are.
 }
@@ -287,6 +290,9 @@ int run_plot(const std::vector<std::string>& args) {
       add_curve(series, loss ? r.test_loss : r.test_accuracy,
                 prefix + (single ? "test (per epoch)" : "test"), palette_colour(single ? 1 : i),
                 false, true);
+      if (!loss)  // beside the raw weights' accuracy, dashed
+        add_curve(series, r.ema_test_accuracy, prefix + (single ? "EMA (per epoch)" : "EMA"),
+                  palette_colour(single ? 2 : i), true, true);
     }
   } else if (what == "lr") {
     spec.title = "Learning rate";

@@ -58,6 +58,8 @@ void save_images_and_logits(const std::string& path, ViT& model, const data::Dat
 int run_train(const std::vector<std::string>& argv) {
   ArgParser args("train", "vitgrad train [--preset NAME | --config FILE] [model flags] [options]",
                  train_flags());
+  recipe_aliases(args);
+  model_aliases(args);
   args.parse(argv);
   if (args.help_requested()) {
     std::cout << args.help();
@@ -114,6 +116,9 @@ int run_train(const std::vector<std::string>& argv) {
               << 100 * result.best_test_accuracy << "%\n";
   if (result.evaluated)
     std::cout << "test accuracy: " << std::setprecision(2) << 100 * result.test_accuracy << "%\n";
+  if (result.ema_test_accuracy >= 0)
+    std::cout << "EMA test accuracy: " << std::setprecision(2) << 100 * result.ema_test_accuracy
+              << "%\n";
   if (result.signal) {
     const std::string last = (std::filesystem::path(result.out_dir) / "last.json").string();
     std::cerr << (tty ? "\n" : "") << "stopped by " << signal_name(result.signal) << " at step "
@@ -127,12 +132,15 @@ int run_train(const std::vector<std::string>& argv) {
 int run_eval(const std::vector<std::string>& argv) {
   ArgParser args(
       "eval",
-      "vitgrad eval CKPT [--data-dir DIR] [--split test|train] [--json] [--predictions FILE]",
+      "vitgrad eval CKPT [--data-dir DIR] [--split test|train] [--tta flip] [--json] "
+      "[--predictions FILE]",
       {{"--data", "NAME", "fashion-mnist | synthetic (default: the run's)"},
        {"--data-dir", "DIR", "folder with the Fashion-MNIST IDX files"},
        {"--split", "NAME", "test (default) | train"},
        {"--batch", "N", "images per forward pass (default 500)"},
        {"--threads", "N", "threads for kernels and OpenBLAS"},
+       {"--tta", "KIND", "test-time augmentation: none (default) | flip (mean of the image's "
+                         "and its mirror's logits)"},
        {"--json", "", "print one JSON line {loss, accuracy, count}"},
        {"--predictions", "FILE", "write the predicted class of every image, one a line"},
        {"--logits", "FILE", "write the images and their logits as .safetensors (for the "
@@ -145,6 +153,7 @@ int run_eval(const std::vector<std::string>& argv) {
   }
   threads_from_flags(args);
   const std::string split = args.choice("--split", "test", {"test", "train"});
+  const bool tta_flip = args.choice("--tta", "none", {"none", "flip"}) == "flip";
   const int64_t batch = args.integer("--batch", 500, 1, 65536);
   const std::string path = args.positionals()[0];
   const Checkpoint c = load_checkpoint(path);
@@ -153,6 +162,7 @@ int run_eval(const std::vector<std::string>& argv) {
   restore_checkpoint(c, path, {.model = &model});
   // The run's data options (a weights-only export has none: Fashion-MNIST).
   TrainOptions o;
+  o.model = config;  // its image size decides any padding of the data
   if (c.extra.contains("train")) {
     try {
       o = TrainOptions::from_json(c.extra.at("train"), config);
@@ -165,7 +175,7 @@ int run_eval(const std::vector<std::string>& argv) {
   std::vector<int32_t> predictions;
   const data::Dataset data = load_dataset(o, split);
   const EvalResult r = evaluate(model, data, batch,
-                                args.has("--predictions") ? &predictions : nullptr);
+                                args.has("--predictions") ? &predictions : nullptr, tta_flip);
   if (args.has("--predictions")) {
     std::string lines;
     for (int32_t p : predictions) lines += std::to_string(p) + "\n";

@@ -19,6 +19,7 @@ std::vector<Flag> recipe_flags() {
       {"--synthetic-size", "N", "training images of --data synthetic (test: a quarter)"},
       {"--epochs", "N", "passes over the training set (default 10)"},
       {"--steps", "N", "optimiser steps in total (instead of --epochs)"},
+      {"--max-steps", "N", "stop after N steps; the schedule still spans the whole run"},
       {"--batch", "N", "images per micro-batch (default 128)"},
       {"--opt", "NAME", "sgd | adamw (default) | lamb"},
       {"--lr", "X", "peak learning rate (default 1e-3)"},
@@ -36,14 +37,50 @@ std::vector<Flag> recipe_flags() {
       {"--feature-threshold", "X", "the threshold of --feature-decay (default 200)"},
       {"--attn-extra-loss", "W", "weight of the attention-peakedness loss (0: off)"},
       {"--attn-extra-loss-layers", "K", "the first K blocks get it (default 6)"},
+      {"--aa", "POLICY", "RandAugment as timm writes it, e.g. rand-m7-mstd0.5 (grey-image ops)"},
+      {"--reprob", "P", "random erasing probability (default 0)"},
+      {"--remode", "MODE", "random erasing fill: pixel (default) | rand | const"},
+      {"--mixup", "A", "mixup with lambda ~ Beta(A, A) (default 0: off)"},
+      {"--cutmix", "A", "cutmix with lambda ~ Beta(A, A) (default 0: off)"},
+      {"--mixup-prob", "P", "the chance that a batch is mixed (default 1)"},
+      {"--mixup-switch-prob", "P", "cutmix's share when both are on (default 0.5)"},
+      {"--warmup-epochs", "N", "linear warmup in epochs, turned into --warmup steps"},
+      {"--train-feature-decay", "T",
+       "the reference's: --feature-decay T*T, and --attn-extra-loss S weighs S*T"},
       {"--no-augment", "", "no random crop and flip"},
       {"--no-crop", "", "augment with the horizontal flip only"},
       {"--seed", "N", "seed of initialisation, shuffling, augmentation and dropout"},
-      {"--amp", "MODE", "fp32 (default) | bf16: matrix products on bf16 operands, float sums"},
+      {"--amp", "MODE", "fp32 (default) | bf16: matrix products on bf16 operands, float sums; "
+                        "alone, as timm's switch: bf16"},
+      {"--amp-dtype", "NAME", "timm's mixed-precision type: bfloat16 (the only one here)"},
+      {"--workers", "N", "timm's loader processes: accepted, means nothing here"},
+      {"--torchcompile", "MODE", "timm's torch.compile backend: accepted, means nothing here"},
   };
 }
 
+void recipe_aliases(ArgParser& args) {
+  args.alias("--batch-size", "--batch");  // timm's train.py names
+  args.alias("--weight-decay", "--wd");
+  args.alias("--clip-grad", "--clip");
+  args.alias("--grad-accum-steps", "--accum");
+  args.alias("--smoothing", "--label-smoothing");
+  args.alias("--warmup-epoch", "--warmup-epochs");  // argparse's abbreviation, as the reference
+  args.alias("--epoch-factor", "--sched-factor");    // the reference's --sched custom
+  args.alias("--epoch-threshold", "--sched-threshold");
+  args.implicit_value("--amp", "bf16");  // timm's --amp is a switch
+}
+
 namespace {
+
+constexpr double kTimmSmoothing = 0.1;
+constexpr int64_t kFashionMnistTrainSize = 60000;
+
+// Optimiser steps in one epoch of the options' training set (as models/training.cpp counts).
+int64_t steps_per_epoch(const TrainOptions& o) {
+  const int64_t images = o.data == "synthetic" ? o.synthetic_train : kFashionMnistTrainSize;
+  const int64_t batches = (images + o.batch - 1) / o.batch;
+  return std::max<int64_t>(1, (batches + o.accum - 1) / o.accum);
+}
 
 // The cores this process may run on (its affinity mask: a job scheduler's share, not the
 // machine's count).
@@ -91,13 +128,16 @@ void recipe_from_flags(const ArgParser& args, TrainOptions& o) {
   }
   o.epochs = args.integer("--epochs", args.has("--steps") ? 0 : o.epochs, 1, 1000000);
   o.steps = args.integer("--steps", args.has("--epochs") ? 0 : o.steps, 1, INT64_MAX / 2);
+  o.max_steps = args.integer("--max-steps", o.max_steps, 1, INT64_MAX / 2);
   o.batch = args.integer("--batch", o.batch, 1, 65536);
   o.opt = args.choice("--opt", o.opt, {"sgd", "adamw", "lamb"});
   o.lr = args.number("--lr", o.lr, 0, 100);
   o.min_lr = args.number("--min-lr", o.min_lr, 0, 100);
   o.wd = args.number("--wd", o.wd, 0, 100);
   o.momentum = args.number("--momentum", o.momentum, 0, 0.9999);
-  o.sched = args.choice("--sched", o.sched, {"constant", "step", "cosine", "learnable-scaler"});
+  o.sched = args.choice("--sched", o.sched,
+                        {"constant", "step", "cosine", "learnable-scaler", "custom"});
+  if (o.sched == "custom") o.sched = "learnable-scaler";  // the reference's name for it
   o.sched_factor = args.number("--sched-factor", o.sched_factor, 1e-6, 1);
   o.sched_threshold = args.number("--sched-threshold", o.sched_threshold, 1e-6, 0.659);
   o.warmup = args.integer("--warmup", o.warmup, 0, INT64_MAX / 2);
@@ -108,6 +148,36 @@ void recipe_from_flags(const ArgParser& args, TrainOptions& o) {
   o.aux.feature_threshold = args.number("--feature-threshold", o.aux.feature_threshold, 0, 1e12);
   o.aux.attn_extra_loss = args.number("--attn-extra-loss", o.aux.attn_extra_loss, 0, 1e6);
   o.aux.attn_layers = args.integer("--attn-extra-loss-layers", o.aux.attn_layers, 1, 1024);
+  if (args.has("--train-feature-decay")) {
+    // The reference multiplies the summed auxiliary losses by --train-feature-decay once
+    // more (models/training.h, training_defaults), so its weights are T*T and S*T.
+    if (args.has("--feature-decay"))
+      args.fail("give --feature-decay or --train-feature-decay, not both");
+    const double t = args.number("--train-feature-decay", 0, 0, 1e3);
+    o.aux.feature_decay = t * t;
+    o.aux.attn_extra_loss = args.number("--attn-extra-loss", 0, 0, 1e6) * t;
+  }
+  if (args.has("--warmup-epochs")) {
+    if (args.has("--warmup")) args.fail("give --warmup or --warmup-epochs, not both");
+    o.warmup = args.integer("--warmup-epochs", 0, 0, 1000000) * steps_per_epoch(o);
+  }
+  o.rand_augment = args.text("--aa", o.rand_augment);
+  if (o.rand_augment == "none") o.rand_augment.clear();
+  o.reprob = args.number("--reprob", o.reprob, 0, 1);
+  o.remode = args.choice("--remode", o.remode, {"pixel", "rand", "const"});
+  o.mixup = args.number("--mixup", o.mixup, 0, 1e3);
+  o.cutmix = args.number("--cutmix", o.cutmix, 0, 1e3);
+  o.mixup_prob = args.number("--mixup-prob", o.mixup_prob, 0, 1);
+  o.mixup_switch_prob = args.number("--mixup-switch-prob", o.mixup_switch_prob, 0, 1);
+  // timm's --smoothing defaults to 0.1 and goes into the mixed targets.
+  if ((o.mixup > 0 || o.cutmix > 0) && !args.has("--label-smoothing") && o.label_smoothing == 0)
+    o.label_smoothing = kTimmSmoothing;
+  if (args.has("--amp-dtype") && args.text("--amp-dtype") != "bfloat16")
+    args.fail("--amp-dtype " + args.text("--amp-dtype") +
+              ": only bfloat16 products are available (--amp bf16)");
+  for (const char* ignored : {"--workers", "--torchcompile"})
+    if (args.has(ignored))
+      args.warn(std::string(ignored) + " means nothing here (one process, no compiler); ignored");
   if (args.on("--no-augment")) o.augment = false;
   if (args.on("--no-crop")) o.crop = false;
   o.seed = static_cast<uint64_t>(args.integer("--seed", int64_t(o.seed), 0, INT64_MAX));

@@ -11,6 +11,9 @@
 namespace vg::tools {
 
 std::vector<Flag> recipe_flags();
+// timm's and the LearnableScaler reference's names for recipe flags (--batch-size, --smoothing,
+// --epoch-factor, ...), so that their training commands run as written.
+void recipe_aliases(ArgParser& args);
 // The training options that the flags then override: a --config file's train section (the
 // run it came from, repeated), or those its --preset implies (training_defaults).
 TrainOptions recipe_defaults(const ArgParser& args);

@@ -1,6 +1,7 @@
 #include "engine/data/loader.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <numeric>
 
@@ -54,6 +55,29 @@ Batch gather(const Dataset& data, std::vector<int64_t> indices,
   return batch;
 }
 
+// A normalised image's 8-bit grey levels and back, with the data set's mean and std (the
+// way back is normalise_pixels' table, so a round trip of a Fashion-MNIST image is exact).
+struct GreyLevels {
+  explicit GreyLevels(const Dataset& data) : mean_(data.mean), std_(data.std) {
+    for (int v = 0; v < 256; ++v) table_[v] = static_cast<float>((v / 255.0 - mean_) / std_);
+    mean = static_cast<uint8_t>(std::clamp(std::nearbyint(255.0 * mean_), 0.0, 255.0));
+  }
+  void to_levels(const float* image, int64_t size, std::vector<uint8_t>& levels) const {
+    levels.resize(size);
+    for (int64_t k = 0; k < size; ++k)
+      levels[k] = static_cast<uint8_t>(
+          std::clamp(std::nearbyint((double(image[k]) * std_ + mean_) * 255.0), 0.0, 255.0));
+  }
+  void from_levels(const std::vector<uint8_t>& levels, float* image) const {
+    for (size_t k = 0; k < levels.size(); ++k) image[k] = table_[levels[k]];
+  }
+  uint8_t mean = 0;  // the fill of geometric operations: the data set's mean grey
+
+ private:
+  double mean_, std_;
+  float table_[256];
+};
+
 }  // namespace
 
 void apply_augment(const float* src, float* dst, int64_t height, int64_t width, int64_t channels,
@@ -85,16 +109,22 @@ void apply_augment(const float* src, float* dst, int64_t height, int64_t width, 
 }
 
 Loader::Loader(const Dataset& data, int64_t batch_size, bool shuffle, bool augment, uint64_t seed,
-               bool crop)
+               bool crop, const AugmentPolicy& policy)
     : data_(data),
       batch_size_(batch_size),
       shuffle_(shuffle),
       augment_(augment),
       crop_(crop),
+      policy_(policy),
       seed_(seed),
       augment_rng_(derive_seed(seed, kAugmentStream)) {
   check_dataset("Loader", data_);
   check(batch_size > 0, "Loader: batch_size ", batch_size, " must be positive");
+  check(!policy_.rand_augment || data_.images.size(3) == 1, "Loader: RandAugment needs ",
+        "single-channel images, data set '", data_.name, "' has ", data_.images.size(3),
+        " channels");
+  policy_.random_erasing.validate();
+  policy_.mixup.validate();
 }
 
 int64_t Loader::batches_per_epoch() const {
@@ -130,6 +160,7 @@ Batch Loader::next() {
     }
   }
   Batch batch = gather(data_, std::move(indices), augments);
+  if (policy_.any()) apply_policy(batch);
   batch.epoch = epoch_;
   cursor_ += n;
   batch.last_in_epoch = cursor_ == data_.size();
@@ -138,6 +169,39 @@ Batch Loader::next() {
     cursor_ = 0;
   }
   return batch;
+}
+
+void Loader::apply_policy(Batch& batch) {
+  const Shape& shape = batch.images.shape();
+  const int64_t n = shape[0], height = shape[1], width = shape[2], channels = shape[3];
+  const int64_t image_size = height * width * channels;
+  // Every draw first, serially and image by image, so the threads cannot change them.
+  std::vector<std::vector<RandOpCall>> ops(n);
+  std::vector<std::vector<ErasedRect>> rects(n);
+  for (int64_t i = 0; i < n; ++i) {
+    if (policy_.rand_augment) ops[i] = draw_rand_augment(*policy_.rand_augment, augment_rng_);
+    rects[i] = draw_erasing(policy_.random_erasing, height, width, channels, augment_rng_);
+  }
+  const MixParams mix = draw_mix_params(policy_.mixup, height, width, augment_rng_);
+  const GreyLevels grey(data_);
+  float* images = batch.images.data<float>();
+  parallel_for(n, 1, [&](int64_t i0, int64_t i1) {
+    std::vector<uint8_t> levels;
+    for (int64_t i = i0; i < i1; ++i) {
+      float* image = images + i * image_size;
+      if (!ops[i].empty()) {
+        grey.to_levels(image, image_size, levels);
+        for (const RandOpCall& call : ops[i]) apply_rand_op(levels, height, width, call, grey.mean);
+        grey.from_levels(levels, image);
+      }
+      apply_erasing(image, height, width, channels, rects[i]);
+    }
+  });
+  if (policy_.mixup.active()) {
+    mix_images(batch.images, mix);
+    batch.targets = mixup_targets(batch.labels, policy_.mixup.num_classes, mix.lam,
+                                  policy_.mixup.label_smoothing);
+  }
 }
 
 LoaderState Loader::state() const {

@@ -1,5 +1,6 @@
 // Batches from an in-memory Dataset: a fresh seeded permutation every epoch, the last partial
-// batch kept, and training augmentation (random crop with zero padding 2, horizontal flip).
+// batch kept, and training augmentation (random crop with zero padding 2, horizontal flip;
+// optionally RandAugment, random erasing and mixup/cutmix, see AugmentPolicy).
 //
 // The loader's whole position is plain data (LoaderState), and the permutation of an epoch is
 // recomputed from (seed, epoch), so a resumed run sees exactly the batches of an
@@ -7,11 +8,15 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "engine/core/rng.h"
 #include "engine/core/tensor.h"
 #include "engine/data/dataset.h"
+#include "engine/data/mixup.h"
+#include "engine/data/rand_augment.h"
+#include "engine/data/random_erasing.h"
 
 namespace vg::data {
 
@@ -29,6 +34,7 @@ struct Batch {
   Tensor images;                 // (n, H, W, C) float32, n <= batch_size
   std::vector<int32_t> labels;   // n
   std::vector<int64_t> indices;  // the dataset index of every sample
+  Tensor targets;                // (n, K) soft targets when the batch was mixed, else none
   int64_t epoch = 0;             // the epoch the samples belong to
   bool last_in_epoch = false;
 };
@@ -45,12 +51,25 @@ struct Augment {
 void apply_augment(const float* src, float* dst, int64_t height, int64_t width, int64_t channels,
                    const Augment& augment, float pad_value);
 
+// The training augmentations beyond crop and flip, in the order they act (timm's): after the
+// crop and flip, RandAugment on the 8-bit grey levels, then random erasing on the normalised
+// image, then mixup or cutmix of the whole batch, which also gives the batch soft targets.
+// All are off by default; their draws come from the loader's augmentation generator, so a
+// saved loader state resumes them exactly.
+struct AugmentPolicy {
+  std::optional<RandAugmentConfig> rand_augment;  // single-channel images only
+  RandomErasingConfig random_erasing;
+  MixupConfig mixup;
+  bool any() const { return rand_augment || random_erasing.active() || mixup.active(); }
+};
+
 class Loader {
  public:
   // Keeps a handle to the data set's images (the pixels are shared, not copied).
-  // With augment but not crop, the only transform is the horizontal flip.
+  // With augment but not crop, the only transform is the horizontal flip; `policy` acts
+  // whether or not `augment` is on.
   Loader(const Dataset& data, int64_t batch_size, bool shuffle, bool augment, uint64_t seed,
-         bool crop = true);
+         bool crop = true, const AugmentPolicy& policy = {});
 
   // The next batch; after the last batch of an epoch the next epoch starts.
   Batch next();
@@ -68,12 +87,14 @@ class Loader {
 
  private:
   const std::vector<int64_t>& order();  // the permutation of the current epoch
+  void apply_policy(Batch& batch);  // RandAugment, erasing, mixup: in place, with targets
 
   Dataset data_;
   int64_t batch_size_;
   bool shuffle_;
   bool augment_;
   bool crop_;
+  AugmentPolicy policy_;
   uint64_t seed_;
   int64_t epoch_ = 0;
   int64_t cursor_ = 0;

@@ -120,7 +120,7 @@ LossFn loss_with_aux_losses(double label_smoothing, const AuxLossConfig& aux) {
     MicroBatchLoss out;
     Tensor extra;
     out.logits = model.forward(batch.images, aux, &extra);
-    out.total = cross_entropy(out.logits, batch.labels, label_smoothing);
+    out.total = batch_cross_entropy(out.logits, batch, label_smoothing);
     out.value = out.total.item();
     out.aux = extra.item();
     out.total = add(out.total, extra);

@@ -18,6 +18,7 @@ void Evaluator::on_step(Run& run, StepReport& report) {
   if (run.ema) e.ema_accuracy = evaluate(run.ema->model(), run.test_set, batch).accuracy;
   e.eval_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   run.last_eval = e.test;
+  run.last_ema_accuracy = e.ema_accuracy;
   report.epoch_report = e;
   epoch_ = Tally{};
 }

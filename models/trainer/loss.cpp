@@ -4,11 +4,17 @@
 
 namespace vg {
 
+Tensor batch_cross_entropy(const Tensor& logits, const data::Batch& batch,
+                           double label_smoothing) {
+  return batch.targets.defined() ? cross_entropy(logits, batch.targets)
+                                 : cross_entropy(logits, batch.labels, label_smoothing);
+}
+
 LossFn cross_entropy_loss(double label_smoothing) {
   return [label_smoothing](ViT& model, const data::Batch& batch) {
     MicroBatchLoss out;
     out.logits = model.forward(batch.images);
-    out.total = cross_entropy(out.logits, batch.labels, label_smoothing);
+    out.total = batch_cross_entropy(out.logits, batch, label_smoothing);
     out.value = out.total.item();
     return out;
   };

@@ -19,6 +19,11 @@ struct MicroBatchLoss {
 
 using LossFn = std::function<MicroBatchLoss(ViT& model, const data::Batch& batch)>;
 
+// The batch's cross-entropy: against its soft targets when it was mixed (mixup/cutmix, whose
+// targets already hold the label smoothing), else against its labels with the smoothing.
+Tensor batch_cross_entropy(const Tensor& logits, const data::Batch& batch,
+                           double label_smoothing);
+
 // Cross-entropy with label smoothing.
 LossFn cross_entropy_loss(double label_smoothing);
 

@@ -38,9 +38,9 @@ void ProgressLine::on_step(Run& run, StepReport& r) {
     if (tty_) out_ << "\n";
     out_ << "epoch " << e->epoch << " done: train loss " << std::fixed << std::setprecision(4)
          << e->train_loss << ", test loss " << e->test.loss << ", test accuracy "
-         << std::setprecision(2) << 100 * e->test.accuracy << "% (eval " << std::setprecision(1)
-         << e->eval_seconds << " s)\n"
-         << std::flush;
+         << std::setprecision(2) << 100 * e->test.accuracy << "%";
+    if (e->ema_accuracy) out_ << ", EMA weights " << 100 * *e->ema_accuracy << "%";
+    out_ << " (eval " << std::setprecision(1) << e->eval_seconds << " s)\n" << std::flush;
   }
 }
 

@@ -34,9 +34,10 @@ void prepare_data(Run& run) {
         "the data (", run.train_set.name, ", images ", s[1], "x", s[2], "x", s[3], ", ",
         run.train_set.num_classes, " classes) does not fit the model (img_size ", m.img_size,
         ", in_chans ", m.in_chans, ", num_classes ", m.num_classes, ")");
-  run.loader =
-      std::make_unique<data::Loader>(run.train_set, run.options.batch, true, run.options.augment,
-                                     data::derive_seed(run.options.seed, 1), run.options.crop);
+  run.loader = std::make_unique<data::Loader>(
+      run.train_set, run.options.batch, true, run.options.augment,
+      data::derive_seed(run.options.seed, 1), run.options.crop,
+      run.options.augment_policy(m.num_classes));
   const int64_t batches = run.loader->batches_per_epoch();
   run.steps_per_epoch = std::max<int64_t>(1, (batches + run.options.accum - 1) / run.options.accum);
 }
@@ -68,6 +69,8 @@ std::unique_ptr<Run> build_run(const TrainOptions& options, int64_t total_steps,
   if (options.ema > 0) run->ema = std::make_unique<ModelEma>(*run->model, options.ema);
   if (!from.resume) {
     run->schedule = RunSchedule::for_run(run->options, run->total_steps, run->steps_per_epoch);
+    // A step limit stops the run early; the schedule keeps the whole run's length.
+    if (options.max_steps > 0) run->total_steps = std::min(run->total_steps, options.max_steps);
     return run;
   }
   restore_checkpoint(*from.resume, from.path,

@@ -30,6 +30,7 @@ struct Run {
   int64_t step = 0, total_steps = 0, steps_per_epoch = 1;
   double best_accuracy = -1;
   std::optional<EvalResult> last_eval;  // the latest evaluation on the test set
+  std::optional<double> last_ema_accuracy;  // and the EMA weights' accuracy then
   int64_t saved_step = -1;              // the step of the last good last.json, -1: none yet
   std::string saved_path;
   std::string out_dir;

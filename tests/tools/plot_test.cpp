@@ -283,3 +283,18 @@ TEST_CASE("vitgrad plot exits with code 2 and one line on stderr for misuse") {
   CHECK(message.find("missing.jsonl does not exist") != std::string::npos);
   CHECK_FALSE(fs::exists(dir.out()));
 }
+
+TEST_CASE("plot accuracy draws the EMA weights' test accuracy beside the raw weights', dashed") {
+  TempDir dir("ema");
+  std::string text = synthetic_metrics(20, 1, false);
+  // The same records with the EMA's accuracy in each epoch record.
+  for (size_t at = 0; (at = text.find("\"lr\":0.0005,\"seconds\"", at)) != std::string::npos;
+       at += 40)
+    text.insert(at, "\"ema_test_accuracy\":0.5,");
+  const std::string metrics = dir.metrics("run", text);
+  REQUIRE(run_plot({metrics, "--what", "accuracy", "-o", dir.out("acc.svg")}) == 0);
+  const std::string acc = read(dir.out("acc.svg"));
+  CHECK(count(acc, "<polyline") == 3);
+  CHECK(acc.find(">EMA (per epoch)<") != std::string::npos);
+  CHECK(acc.find("stroke-dasharray") != std::string::npos);
+}

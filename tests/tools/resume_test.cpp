@@ -41,6 +41,10 @@ TEST_CASE("train 2N steps == train N, resume in a fresh process, train N more (b
        "--opt lamb --lr 5e-3 --wd 0.02 --accum 3 --norm learnable_scaler --pool avg "
        "--label-smoothing 0.1"},
       {"sgd", "--opt sgd --lr 0.05 --momentum 0.9 --accum 2 --clip 0.5"},
+      // timm's augmentations draw from the loader's generator, which the checkpoint holds.
+      {"timm-augment",
+       "--opt adamw --lr 2e-3 --accum 2 --aa rand-m7-mstd0.5 --reprob 0.25 --mixup 0.8 "
+       "--cutmix 1.0 --smoothing 0.1"},
   };
   for (const auto& [name, options] : recipes) {
     INFO("recipe ", name, ": ", options);

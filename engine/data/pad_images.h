@@ -1,0 +1,15 @@
+// Images padded to a larger square side, so that a model whose patch does not divide the
+// data's side (patch 16 on Fashion-MNIST's 28) can still read them.
+#pragma once
+
+#include <cstdint>
+
+#include "engine/data/dataset.h"
+
+namespace vg::data {
+
+// A copy of `data` whose (H, W) images sit in the middle of side x side images filled with
+// black (the data set's pad value); the extra row or column of an odd margin goes last.
+Dataset pad_images(const Dataset& data, int64_t side);
+
+}  // namespace vg::data
