@@ -24,7 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       return 0;
     vg::ViT model(config);
     vg::restore_checkpoint(c, "fuzz.safetensors", {.model = &model});
-    if (config.layerscale == "none") model.add_layerscale(1.0);
+    if (!config.layerscale.enabled()) model.add_layerscale(1.0);
   } catch (const vg::Error&) {
   }
   return 0;
