@@ -1,6 +1,6 @@
 # The front door: `make test` and `make run` each do the whole set-up on a fresh Debian.
 DEPS := cmake g++ make libopenblas-dev doctest-dev nlohmann-json3-dev zlib1g-dev \
-        dataset-fashion-mnist
+        dataset-fashion-mnist pkg-config
 BUILD ?= build
 CMAKE_FLAGS ?=
 # `make run`: the default preset made wider and shallower (patch 7, dim 128, depth 4, MLP x4,
