@@ -23,11 +23,17 @@ uint64_t xcr0() {
   return uint64_t(edx) << 32 | eax;
 }
 
+// CPUID feature bits, spelled out because not every compiler's <cpuid.h> names them (clang
+// 14's lacks the AMX ones): leaf 7 subleaf 1 EAX, and leaf 7 subleaf 0 EDX.
+constexpr unsigned kAvx512Bf16Bit = 1u << 5;
+constexpr unsigned kAmxBf16Bit = 1u << 22;
+constexpr unsigned kAmxTileBit = 1u << 24;
+
 bool has_avx512_bf16() {
   unsigned eax, ebx, ecx, edx;
   if (!__builtin_cpu_supports("avx512f")) return false;  // includes the OS's zmm state
   if (!__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) return false;
-  return (eax & bit_AVX512BF16) != 0;
+  return (eax & kAvx512Bf16Bit) != 0;
 }
 
 // AMX needs the CPU's tile units, the OS saving tile state (XCR0 bits 17 and 18), and, on
@@ -35,7 +41,7 @@ bool has_avx512_bf16() {
 bool has_amx_bf16() {
   unsigned eax, ebx, ecx, edx;
   if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
-  if (!(edx & bit_AMX_BF16) || !(edx & bit_AMX_TILE)) return false;
+  if (!(edx & kAmxBf16Bit) || !(edx & kAmxTileBit)) return false;
   if ((xcr0() & (3u << 17)) != (3u << 17)) return false;
   constexpr unsigned long kXfeatureXtiledata = 18;
   return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, kXfeatureXtiledata) == 0;
