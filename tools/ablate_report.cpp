@@ -23,6 +23,19 @@ std::string minutes(double seconds) {
   return s.str();
 }
 
+// The augmentations in the order the loader applies them, as timm's flags name them.
+std::string describe_augmentation(const TrainOptions& o) {
+  if (!o.augment) return "none";
+  std::ostringstream s;
+  s << (o.crop ? "random crop and flip" : "flip");
+  if (!o.rand_augment.empty()) s << ", RandAugment " << o.rand_augment;
+  if (o.reprob > 0) s << ", random erasing " << o.reprob;
+  if (o.mixup > 0) s << ", mixup " << o.mixup;
+  if (o.cutmix > 0) s << ", cutmix " << o.cutmix;
+  if ((o.mixup > 0 || o.cutmix > 0) && o.mixup_prob < 1) s << " (probability " << o.mixup_prob << ")";
+  return s.str();
+}
+
 std::string describe_recipe(const TrainOptions& o, int64_t depth) {
   std::ostringstream s;
   s << o.opt << " lr " << o.lr << " wd " << o.wd << ", batch " << o.batch << " x " << o.accum
@@ -43,7 +56,8 @@ std::string describe_recipe(const TrainOptions& o, int64_t depth) {
   if (o.aux.attn_extra_loss > 0)
     s << ", attention-peakedness loss " << o.aux.attn_extra_loss << " on the first "
       << std::min(o.aux.attn_layers, depth) << " blocks";
-  s << "; seed " << o.seed << ", data " << o.data << (o.augment ? " (augmented)" : "");
+  s << "; seed " << o.seed << ", data " << o.data << ", augmentation " << describe_augmentation(o);
+  if (o.amp != "fp32") s << ", products in " << o.amp;
   return s.str();
 }
 

@@ -92,6 +92,18 @@ TEST_CASE("ablate trains four variants and writes a report with a table and plot
   for (const std::string& n : names) CHECK(fs::exists(dir / n / "metrics.jsonl"));
 }
 
+TEST_CASE("ablate's report names the recipe's augmentations") {
+  const fs::path dir = fresh_dir("ablate-augment");
+  const auto r = vitgrad("ablate " + kSmall +
+                         "--depth 2 --steps 2 --aa rand-m7-mstd0.5 --mixup 0.1 --cutmix 1 --out " +
+                         dir.string());
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::string md = read_text(dir / "report.md");
+  CHECK(md.find("augmentation random crop and flip, RandAugment rand-m7-mstd0.5, mixup 0.1, "
+                "cutmix 1") != std::string::npos);
+}
+
 TEST_CASE("ablate reports a variant whose loss turns non-finite as diverged") {
   const fs::path dir = fresh_dir("ablate_diverge");
   const auto r = vitgrad(
