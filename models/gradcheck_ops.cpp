@@ -192,6 +192,12 @@ std::vector<GradcheckCase> op_gradcheck_cases() {
   c.push_back(op("attention_peak_loss", {{{2, 3, 5}}},
                  [](const V& in) { return attention_peak_loss(softmax(in[0] * 2.0)); }));
   c.push_back(op("patchify", {{{2, 4, 4, 3}}}, [](const V& in) { return patchify(in[0], 2); }));
+  c.push_back(op("conv2d", {{{2, 5, 5, 2}}, {{3, 2, 3, 3}}, {{3}}},
+                 [](const V& in) { return conv2d(in[0], in[1], in[2], 1, 1); }));
+  c.push_back(op("conv2d:stride_2_odd", {{{2, 7, 5, 3}}, {{4, 3, 3, 3}}, {{4}}},
+                 [](const V& in) { return conv2d(in[0], in[1], in[2], 2, 1); }));
+  c.push_back(op("conv2d:no_bias", {{{1, 6, 6, 2}}, {{2, 2, 2, 2}}},
+                 [](const V& in) { return conv2d(in[0], in[1], Tensor(), 2, 0); }));
   return c;
 }
 

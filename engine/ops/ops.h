@@ -2,6 +2,7 @@
 // shape rule, forward kernel, backward and FLOP count side by side:
 //   ops/elementwise.cpp  ops/reduce.cpp  ops/shape.cpp  ops/matmul.cpp  ops/softmax.cpp
 //   ops/layer_norm.cpp  ops/cross_entropy.cpp  ops/dropout.cpp  ops/attention.cpp  ops/norm.cpp (fused normalisation-layer ops)  ops/aux_loss.cpp
+//   ops/patch.cpp  ops/conv.cpp
 // Binary elementwise ops follow NumPy broadcasting. Both operands of a binary op must have
 // the same dtype. Axes may be negative (counted from the end).
 #pragma once
@@ -175,5 +176,13 @@ Tensor global_response_norm(const Tensor& x, const Tensor& gamma, const Tensor& 
 // (h, w) order, each flattened in (c, i, j) order, so that a conv weight [E, C, p, p] viewed
 // as [E, C*p*p] applied with `linear` equals a stride-p convolution (timm's PatchEmbed).
 Tensor patchify(const Tensor& images, int64_t patch_size);
+
+// --- convolution (ops/conv.cpp) ---------------------------------------------------------
+// x (N, H, W, C_in) channels-last, weight (C_out, C_in, k, k) (PyTorch's Conv2d layout, read
+// as the matrix (C_out, C_in*k*k)), bias (C_out) optional; stride s, zero padding p on every
+// side -> (N, Ho, Wo, C_out), Ho = (H + 2p - k) / s + 1 (likewise Wo). PyTorch's
+// conv2d(x.permute(0, 3, 1, 2), weight, bias, s, p).permute(0, 2, 3, 1).
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride = 1,
+              int64_t padding = 0);
 
 }  // namespace vg
