@@ -1,23 +1,17 @@
 #include "layers/patch_embed.h"
 
-#include <cmath>
-
 #include "engine/ops/ops.h"
+#include "layers/conv2d.h"
 
 namespace vg::nn {
 
-namespace {
-Tensor uniform(const Shape& shape, double bound, Rng& rng) {
-  Tensor t = rand(shape, rng, DType::f64);
-  return (t * (2 * bound) - bound).to(DType::f32);
-}
-}  // namespace
-
 PatchProjection::PatchProjection(int64_t in_chans, int64_t embed_dim, int64_t p, Rng& rng)
     : Module("PatchProjection") {
-  const double bound = 1.0 / std::sqrt(double(in_chans * p * p));
-  weight_ = register_parameter("weight", uniform({embed_dim, in_chans, p, p}, bound, rng));
-  bias_ = register_parameter("bias", uniform({embed_dim}, bound, rng), {.no_weight_decay = true});
+  const int64_t fan_in = in_chans * p * p;
+  weight_ = register_parameter("weight",
+                               conv_default_uniform({embed_dim, in_chans, p, p}, fan_in, rng));
+  bias_ = register_parameter("bias", conv_default_uniform({embed_dim}, fan_in, rng),
+                             {.no_weight_decay = true});
 }
 
 Tensor PatchProjection::forward(const Tensor& patches) {
