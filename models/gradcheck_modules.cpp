@@ -9,6 +9,8 @@
 #include "layers/activation.h"
 #include "layers/attention.h"
 #include "layers/block.h"
+#include "layers/conv2d.h"
+#include "layers/conv_stem.h"
 #include "layers/dropout.h"
 #include "layers/global_response_norm.h"
 #include "layers/layer_norm.h"
@@ -190,6 +192,12 @@ std::vector<GradcheckCase> module_gradcheck_cases() {
   c.push_back(layer<PatchProjection>("PatchProjection", {2, 4, 32}, [](Rng& rng) {
     return std::make_shared<PatchProjection>(2, 6, 4, rng);
   }));
+  c.push_back(layer<Conv2d>("Conv2d", {2, 5, 6, 2}, [](Rng& rng) {
+    return std::make_shared<Conv2d>(2, 3, 3, 2, 1, rng);
+  }));
+  c.push_back(layer<ConvStem>("ConvStem", {2, 7, 7, 2}, [](Rng& rng) {
+    return std::make_shared<ConvStem>(7, 2, std::vector<int64_t>{3, 4}, rng);
+  }));
   for (const double p : {0.0, 0.5}) {
     const std::string variant = p == 0 ? "" : ":training";  // p 0: the identity
     c.push_back(masked<DropPath>("DropPath" + variant, p, {4, 3, 2}));
@@ -217,6 +225,10 @@ std::vector<GradcheckCase> module_gradcheck_cases() {
   scaler.drop_path_rate = 0.2;
   scaler.dropout = 0.1;
   c.push_back(vit("ViT:learnable_scaler+grn+drop", scaler));
+  ViTConfig stem = base;  // 8 -> 4 through the stem, 2x2 patches: 4 tokens again
+  stem.stem = {3};
+  stem.patch_size = 2;
+  c.push_back(vit("ViT:stem", stem));
   return c;
 }
 

@@ -41,10 +41,24 @@ class VitGraph {
   std::string weight(const std::string& name) { return g_.initializer(name, weights_.at(name)); }
   bool has(const std::string& name) const { return weights_.count(name) > 0; }
 
-  // images -> patch embedding (a strided convolution) -> class token first -> + pos_embed.
+  // The ConvStem's stages: Conv 3x3, stride 2, padding 1 (the weights are already in
+  // ONNX's [M, C, kH, kW] layout), then GELU.
+  std::string stem(std::string x) {
+    for (size_t i = 1; i <= config_.stem.size(); ++i) {
+      const std::string conv = "stem.conv" + std::to_string(i);
+      x = g_.node("Conv", {x, weight(conv + ".weight"), weight(conv + ".bias")}, conv,
+                  {onnx_ints("kernel_shape", {3, 3}), onnx_ints("strides", {2, 2}),
+                   onnx_ints("pads", {1, 1, 1, 1})});
+      x = gelu(x, "stem.act" + std::to_string(i));
+    }
+    return x;
+  }
+
+  // images -> (stem ->) patch embedding (a strided convolution) -> class token first ->
+  // + pos_embed.
   std::string tokens(const std::string& images) {
     const int64_t p = config_.patch_size, E = config_.embed_dim;
-    std::string x = g_.node("Conv", {images, weight("patch_embed.proj.weight"),
+    std::string x = g_.node("Conv", {stem(images), weight("patch_embed.proj.weight"),
                                      weight("patch_embed.proj.bias")},
                             "patch_embed.proj",
                             {onnx_ints("kernel_shape", {p, p}), onnx_ints("strides", {p, p})});

@@ -11,15 +11,19 @@ ViT::ViT(const ViTConfig& config, uint64_t seed)
   const int64_t E = config_.embed_dim;
   const nn::NormKind norm = config_.norm;
   // Registration order = timm's state_dict order: cls_token, pos_embed, patch_embed, blocks,
-  // norm, head.
+  // norm, head. The stem, when there is one, comes before patch_embed, so a model without it
+  // draws exactly the numbers it drew before stems existed.
   cls_token_ =
       register_parameter("cls_token", randn({1, 1, E}, rng) * 1e-6, {.no_weight_decay = true});
   pos_embed_ = register_parameter("pos_embed",
                                   trunc_normal({1, config_.num_patches() + 1, E}, rng, 0.0, 0.02),
                                   {.no_weight_decay = true});
+  if (!config_.stem.empty())
+    stem_ = register_module("stem", std::make_shared<nn::ConvStem>(
+                                        config_.img_size, config_.in_chans, config_.stem, rng));
   patch_embed_ = register_module(
-      "patch_embed", std::make_shared<nn::PatchEmbed>(config_.img_size, config_.patch_size,
-                                                      config_.in_chans, E, rng));
+      "patch_embed", std::make_shared<nn::PatchEmbed>(config_.feature_size(), config_.patch_size,
+                                                      config_.feature_chans(), E, rng));
   pos_drop_ =
       register_module("pos_drop", std::make_shared<nn::Dropout>(config_.dropout, dropout_rng_));
   const double ls_init = config_.layerscale_init();
@@ -43,7 +47,7 @@ Tensor ViT::forward(const Tensor& images) {
 }
 
 Tensor ViT::forward(const Tensor& images, const AuxLossConfig& aux, Tensor* extra) {
-  Tensor x = (*patch_embed_)(images);  // (B, N, E)
+  Tensor x = (*patch_embed_)(stem_ ? (*stem_)(images) : images);  // (B, N, E)
   const int64_t B = x.size(0);
   // timm's order: the class token goes first, then the positional embedding is added.
   x = cat({broadcast_to(cls_token_, {B, 1, config_.embed_dim}), x}, 1);

@@ -1,6 +1,7 @@
 // The Vision Transformer of timm (VisionTransformer with class token and learned positional
 // embedding), depth-configurable, with the options this project studies: LayerScale,
-// LearnableScaler in place of every LayerNorm, and GRN in the MLPs.
+// LearnableScaler in place of every LayerNorm, GRN in the MLPs, and a convolutional stem
+// before the patch embedding.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,7 @@
 
 #include "engine/core/rng.h"
 #include "layers/block.h"
+#include "layers/conv_stem.h"
 #include "layers/dropout.h"
 #include "layers/linear.h"
 #include "layers/module.h"
@@ -56,6 +58,7 @@ class ViT : public nn::Module {
   ViTConfig config_;
   std::shared_ptr<Rng> dropout_rng_;
   Tensor cls_token_, pos_embed_;
+  std::shared_ptr<nn::ConvStem> stem_;  // null without a stem
   std::shared_ptr<nn::PatchEmbed> patch_embed_;
   std::shared_ptr<nn::Dropout> pos_drop_;
   std::vector<std::shared_ptr<nn::Block>> blocks_;

@@ -1,10 +1,12 @@
 #include "models/vit_config.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
 
 #include "engine/core/error.h"
+#include "layers/conv_stem.h"
 
 namespace vg {
 namespace {
@@ -13,9 +15,19 @@ using nlohmann::json;
 
 // More parameters than this (4 GB of float32) is not a model this engine is meant for.
 constexpr double kMaxParameters = 1e9;
+// Past 8 stages every image of up to 256 pixels is one pixel wide; wider stages than 4096
+// channels are not a stem.
+constexpr size_t kMaxStemStages = 8;
+constexpr int64_t kMaxStemChannels = 4096;
 
 bool valid_init_value(double v) {
   return std::isfinite(v) && v > 0 && v <= 10;
+}
+
+void stem_error(const std::string& key, const std::string& got) {
+  throw Error(cat_str("ViTConfig: '", key, "' must be none or conv:C1,C2,... with 1 to ",
+                      kMaxStemStages, " channel counts in [1, ", kMaxStemChannels, "], got '", got,
+                      "'"));
 }
 
 void layerscale_error(const std::string& got) {
@@ -120,6 +132,37 @@ GlobalPool parse_global_pool(const std::string& text, const std::string& key) {
   throw Error(cat_str("ViTConfig: '", key, "' must be token or avg, got '", text, "'"));
 }
 
+std::string stem_str(const std::vector<int64_t>& stem) {
+  if (stem.empty()) return "none";
+  std::string text = "conv:";
+  for (size_t i = 0; i < stem.size(); ++i) {
+    if (i) text += ',';
+    text += std::to_string(stem[i]);
+  }
+  return text;
+}
+
+std::vector<int64_t> parse_stem(const std::string& text, const std::string& key) {
+  if (text == "none") return {};
+  if (!text.starts_with("conv:")) stem_error(key, text);
+  std::vector<int64_t> stem;
+  for (size_t begin = 5; begin <= text.size();) {
+    const size_t end = std::min(text.find(',', begin), text.size());
+    int64_t channels = 0;
+    const auto [stop, error] = std::from_chars(text.data() + begin, text.data() + end, channels);
+    if (error != std::errc() || stop != text.data() + end || channels < 1 ||
+        channels > kMaxStemChannels || stem.size() == kMaxStemStages)
+      stem_error(key, text);
+    stem.push_back(channels);
+    begin = end + 1;
+  }
+  return stem;
+}
+
+int64_t ViTConfig::feature_size() const {
+  return nn::ConvStem::output_size(img_size, stem.size());
+}
+
 void ViTConfig::validate() const {
   auto positive = [](const char* key, int64_t v) {
     check(v > 0, "ViTConfig: '", key, "' must be positive, got ", v);
@@ -133,8 +176,18 @@ void ViTConfig::validate() const {
   positive("num_heads", num_heads);
   check(img_size <= 4096 && embed_dim <= 65536 && depth <= 1024 && num_classes <= 1000000,
         "ViTConfig: sizes are unreasonably large");
-  check(img_size % patch_size == 0, "ViTConfig: img_size ", img_size,
-        " is not divisible by patch_size ", patch_size);
+  check(stem.size() <= kMaxStemStages, "ViTConfig: 'stem' has ", stem.size(),
+        " stages, more than ", kMaxStemStages);
+  for (int64_t channels : stem)
+    check(channels >= 1 && channels <= kMaxStemChannels, "ViTConfig: 'stem' channels must be in "
+          "[1, ", kMaxStemChannels, "], got ", stem_str(stem));
+  if (stem.empty())
+    check(img_size % patch_size == 0, "ViTConfig: img_size ", img_size,
+          " is not divisible by patch_size ", patch_size);
+  else
+    check(feature_size() % patch_size == 0, "ViTConfig: the stem's ", feature_size(), "x",
+          feature_size(), " output (img_size ", img_size, ", ", stem.size(),
+          " stages) is not divisible by patch_size ", patch_size);
   check(embed_dim % num_heads == 0, "ViTConfig: embed_dim ", embed_dim,
         " is not divisible by num_heads ", num_heads);
   check(std::isfinite(mlp_ratio) && mlp_ratio > 0 && mlp_ratio <= 64 &&
@@ -143,9 +196,11 @@ void ViTConfig::validate() const {
   // Checked before anything is allocated: a config asking for more than a CPU engine can
   // hold must be an error, not an allocation the kernel grants and later kills us for.
   const double E = double(embed_dim), tokens = double(num_patches() + 1);
-  const double parameters = E * double(in_chans * patch_size * patch_size) + tokens * E +
+  double parameters = E * double(feature_chans() * patch_size * patch_size) + tokens * E +
                             double(depth) * (4 * E * E + 2 * E * E * mlp_ratio) +
                             E * double(num_classes);
+  for (size_t i = 0; i < stem.size(); ++i)
+    parameters += double(stem[i]) * (9.0 * double(i ? stem[i - 1] : in_chans) + 1);
   check(parameters <= kMaxParameters, "ViTConfig: the model would have ", parameters,
         " parameters, more than the limit of ", kMaxParameters, " (depth ", depth, ", embed_dim ",
         embed_dim, ")");
@@ -173,7 +228,7 @@ json ViTConfig::to_json() const {
           {"qkv_bias", qkv_bias},     {"norm", to_string(norm)},
           {"layerscale", layerscale.str()}, {"grn", grn},
           {"global_pool", to_string(global_pool)}, {"drop_path_rate", drop_path_rate},
-          {"dropout", dropout}};
+          {"dropout", dropout},       {"stem", stem_str(stem)}};
 }
 
 ViTConfig ViTConfig::from_json(const json& j) {
@@ -204,6 +259,7 @@ ViTConfig ViTConfig::from_json(const json& j) {
   c.global_pool = parse_global_pool(field(j, "global_pool", to_string(c.global_pool), "a string"));
   c.drop_path_rate = field(j, "drop_path_rate", c.drop_path_rate, "a number");
   c.dropout = field(j, "dropout", c.dropout, "a number");
+  c.stem = parse_stem(field(j, "stem", stem_str(c.stem), "a string"));
   c.validate();
   return c;
 }

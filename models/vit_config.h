@@ -40,6 +40,9 @@ std::string to_string(NormKind kind);
 std::string to_string(GlobalPool pool);
 NormKind parse_norm(const std::string& text, const std::string& key = "norm");
 GlobalPool parse_global_pool(const std::string& text, const std::string& key = "global_pool");
+// The stem's spelling: "none" (empty) or "conv:32,64" (the channels of each stage).
+std::string stem_str(const std::vector<int64_t>& stem);
+std::vector<int64_t> parse_stem(const std::string& text, const std::string& key = "stem");
 
 struct ViTConfig {
   int64_t img_size = 28;
@@ -57,15 +60,26 @@ struct ViTConfig {
   GlobalPool global_pool = GlobalPool::token;
   double drop_path_rate = 0.0;  // rises linearly from 0 at block 0 to this at the last
   double dropout = 0.0;         // after the positional embedding, in attention and MLP
+  // A ConvStem before the patch embedding (layers/conv_stem.h): the output channels of its
+  // 3x3 stride-2 convolutions, each followed by GELU. Empty: none, the images themselves are
+  // cut into patches. Written "none" or "conv:32,64" in JSON; a file without it has none.
+  std::vector<int64_t> stem;
 
   // Throws vg::Error naming the field when a value is out of range or inconsistent
-  // (embed_dim not divisible by num_heads, img_size not divisible by patch_size, ...).
+  // (embed_dim not divisible by num_heads, img_size or the stem's output not divisible by
+  // patch_size, ...).
   void validate() const;
   // The LayerScale init value: 0 for none; auto follows CaiT (Touvron et al. 2021):
   // depth <= 18 -> 0.1, depth 24 -> 1e-5, deeper -> 1e-6. The paper names only those
   // points; we use 1e-5 for depths 19 to 24 and 1e-6 from 25 on.
   double layerscale_init() const;
-  int64_t num_patches() const { return (img_size / patch_size) * (img_size / patch_size); }
+  // The side of the map the patch embedding cuts: img_size, or the stem's output side
+  // (img_size halved per stage, rounded up); and its channels.
+  int64_t feature_size() const;
+  int64_t feature_chans() const { return stem.empty() ? in_chans : stem.back(); }
+  int64_t num_patches() const {
+    return (feature_size() / patch_size) * (feature_size() / patch_size);
+  }
 
   nlohmann::json to_json() const;
   // Every key is optional (defaults above) but must be known and of the right type; the

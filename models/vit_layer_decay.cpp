@@ -5,7 +5,7 @@
 namespace vg {
 
 int64_t vit_layer_id(const std::string& name, int64_t depth) {
-  for (const char* stem : {"cls_token", "reg_token", "pos_embed", "patch_embed"})
+  for (const char* stem : {"cls_token", "reg_token", "pos_embed", "stem.", "patch_embed"})
     if (name.starts_with(stem)) return 0;
   if (name.starts_with("blocks.")) {
     const size_t begin = 7, end = name.find('.', begin);

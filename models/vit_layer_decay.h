@@ -10,7 +10,7 @@
 
 namespace vg {
 
-// cls_token, reg_token, pos_embed, patch_embed* -> 0; blocks.k.* -> k+1; norm.* and
+// cls_token, reg_token, pos_embed, stem.*, patch_embed* -> 0; blocks.k.* -> k+1; norm.* and
 // fc_norm.* -> depth (the id of the last block); anything else (the head) -> depth+1.
 int64_t vit_layer_id(const std::string& name, int64_t depth);
 

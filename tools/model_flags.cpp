@@ -26,7 +26,10 @@ std::vector<Flag> model_flags() {
           {"--grn", "", "Global Response Norm in every MLP"},
           {"--pool", "KIND", "token | avg"},
           {"--drop-path", "R", "stochastic depth rate of the last block"},
-          {"--dropout", "R", "dropout rate"}};
+          {"--dropout", "R", "dropout rate"},
+          {"--stem", "SPEC",
+           "none | conv:C1,C2,...: a 3x3 stride-2 convolution + GELU per entry before the patch "
+           "embedding (e.g. conv:32,64 with --patch 1)"}};
 }
 
 void model_aliases(ArgParser& args) {
@@ -70,6 +73,11 @@ ViTConfig model_from_flags(const ArgParser& args) {
       parse_global_pool(args.choice("--pool", to_string(c.global_pool), {"token", "avg"}));
   c.drop_path_rate = args.number("--drop-path", c.drop_path_rate, 0, 0.999);
   c.dropout = args.number("--dropout", c.dropout, 0, 0.999);
+  try {
+    c.stem = parse_stem(args.text("--stem", stem_str(c.stem)));
+  } catch (const Error& e) {
+    args.fail(e.what());
+  }
   try {
     c.validate();
   } catch (const Error& e) {

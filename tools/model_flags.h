@@ -1,6 +1,6 @@
 // The flags that pick a model, shared by train, summary, bench and graph:
 // --preset NAME | --config FILE | --model NAME (timm's names), then --img-size --depth --dim --heads --patch --mlp-ratio --norm
-// --layerscale --grn --pool --drop-path --dropout override single fields.
+// --layerscale --grn --pool --drop-path --dropout --stem override single fields.
 #pragma once
 
 #include <vector>

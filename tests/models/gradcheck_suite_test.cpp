@@ -61,11 +61,12 @@ TEST_CASE("the list checks every op that engine/ops/ops.h declares") {
 TEST_CASE("the list checks every layer (a Module in layers/) and the ViT") {
   const std::set<std::string> checked = families(module_gradcheck_cases());
   const std::set<std::string> layers = declared(
-      {"layers/activation.h", "layers/attention.h", "layers/block.h", "layers/dropout.h",
+      {"layers/activation.h", "layers/attention.h", "layers/block.h", "layers/conv2d.h",
+       "layers/conv_stem.h", "layers/dropout.h",
        "layers/global_response_norm.h", "layers/layer_norm.h", "layers/layer_scale.h",
        "layers/learnable_scaler.h", "layers/linear.h", "layers/mlp.h", "layers/patch_embed.h"},
       R"(class (\w+) : public (?:Module|TokenNorm))");
-  CHECK(layers.size() >= 13);
+  CHECK(layers.size() >= 15);
   for (const std::string& layer : layers) {
     INFO("layer ", layer, " has no gradient check in models/gradcheck_modules.cpp");
     CHECK(checked.count(layer) == 1);

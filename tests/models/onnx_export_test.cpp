@@ -141,3 +141,13 @@ TEST_CASE("ONNX export of a LearnableScaler ViT with GRN, LayerScale and average
   CHECK(ops.at("ReduceMean") == 3 + 1);  // GRN's channel mean, and the pooling
   CHECK(ops.at("Softmax") == 3);
 }
+
+TEST_CASE("ONNX export of a ViT with a convolutional stem: a Conv and a GELU per stage") {
+  vg::ViTConfig c = vg::testing::small_config(2);
+  c.stem = {4, 8};
+  c.patch_size = 1;
+  const auto ops = check_export(c);
+  CHECK(ops.at("Conv") == 2 + 1);  // the stem's, then the patch embedding's
+  CHECK(ops.at("Erf") == 2 + 2);   // the stem's GELUs, then the MLPs'
+  CHECK(ops.at("Softmax") == 2);
+}

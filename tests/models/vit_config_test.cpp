@@ -24,9 +24,11 @@ TEST_CASE("ViTConfig round-trips through JSON, every field included") {
   c.global_pool = GlobalPool::avg;
   c.drop_path_rate = 0.15;
   c.dropout = 0.05;
+  c.stem = {8, 16};  // 32 -> 16 -> 8: one patch of 8
   const json j = c.to_json();
-  CHECK(j.size() == 15);
+  CHECK(j.size() == 16);
   CHECK(j.at("layerscale") == "1e-4");
+  CHECK(j.at("stem") == "conv:8,16");
   CHECK(j.at("norm") == "learnable_scaler");
   CHECK(ViTConfig::from_json(j) == c);
   CHECK(ViTConfig::from_json(json::parse(j.dump())) == c);  // through text as well
@@ -136,4 +138,52 @@ TEST_CASE("presets: fmnist-tiny is the small default, a deep preset has depth >=
   CHECK(preset("fmnist-ls36").norm == NormKind::learnable_scaler);
   CHECK_THROWS_WITH_AS(preset("imagenet"),
                        doctest::Contains("unknown preset 'imagenet' (known: fmnist-tiny"), Error);
+}
+
+TEST_CASE("The stem is written none or conv:C1,C2,..., and a config without it has none") {
+  CHECK(ViTConfig{}.stem.empty());
+  CHECK(ViTConfig{}.to_json().at("stem") == "none");
+  CHECK(ViTConfig::from_json({{"depth", 2}}).stem.empty());  // a checkpoint older than stems
+  for (const char* text : {"none", "conv:32", "conv:32,64", "conv:8,16,32,64"})
+    CHECK(stem_str(parse_stem(text)) == text);
+  CHECK(parse_stem("conv:32,64") == std::vector<int64_t>{32, 64});
+  const ViTConfig c = ViTConfig::from_json({{"stem", "conv:32,64"}, {"patch_size", 1}});
+  CHECK(c.stem == std::vector<int64_t>{32, 64});
+  for (const char* bad : {"conv", "conv:", "conv:32,", "conv:,32", "conv:0", "conv:-4", "conv:3x",
+                          "conv:32;64", "conv:5000", "conv:1,1,1,1,1,1,1,1,1", "32,64", "CONV:8"}) {
+    INFO(bad);
+    CHECK_THROWS_WITH_AS(parse_stem(bad),
+                         (std::string("ViTConfig: 'stem' must be none or conv:C1,C2,... with 1 "
+                                      "to 8 channel counts in [1, 4096], got '") +
+                          bad + "'")
+                             .c_str(),
+                         Error);
+  }
+  CHECK_THROWS_WITH_AS(ViTConfig::from_json({{"stem", json::array({32, 64})}}),
+                       "ViTConfig: 'stem' must be a string, got [32,64]", Error);
+}
+
+TEST_CASE("With a stem the patches are cut from its output: 28 -> 14 -> 7, 49 tokens at patch 1") {
+  ViTConfig c;
+  c.stem = {32, 64};
+  c.patch_size = 1;
+  CHECK(c.feature_size() == 7);
+  CHECK(c.feature_chans() == 64);
+  CHECK(c.num_patches() == 49);
+  c.stem = {16, 32, 64};
+  CHECK(c.feature_size() == 4);  // 7 -> 4: odd sides round up
+  CHECK(c.num_patches() == 16);
+  c.patch_size = 2;
+  CHECK(c.num_patches() == 4);
+  CHECK_NOTHROW(c.validate());
+  c.patch_size = 4;  // the default: 7 is not divisible by 4
+  c.stem = {32, 64};
+  CHECK_THROWS_WITH_AS(c.validate(),
+                       "ViTConfig: the stem's 7x7 output (img_size 28, 2 stages) is not divisible "
+                       "by patch_size 4",
+                       Error);
+  c.stem = {32, 0};
+  c.patch_size = 1;
+  CHECK_THROWS_WITH_AS(c.validate(),
+                       "ViTConfig: 'stem' channels must be in [1, 4096], got conv:32,0", Error);
 }
