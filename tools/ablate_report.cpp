@@ -72,7 +72,8 @@ std::string ablation_report(const std::vector<AblationRow>& rows, const TrainOpt
      << "`" << command << "`\n\n"
      << "Model: ViT depth " << m.depth << ", dim " << m.embed_dim << ", " << m.num_heads
      << " heads, patch " << m.patch_size << ", MLP x" << m.mlp_ratio << ", " << to_string(m.global_pool)
-     << " pooling" << (m.stem.empty() ? "" : ", stem " + stem_str(m.stem)) << ". Training (the same for every variant): " << describe_recipe(recipe, m.depth)
+     << " pooling" << (m.stem.empty() ? "" : ", stem " + stem_str(m.stem))
+     << ". Training (the same for every variant): " << describe_recipe(recipe, m.depth)
      << ".\n\n"
      << "| variant | norm | LayerScale | GRN | parameters | final test acc | best test acc | "
         "time | diverged |\n"

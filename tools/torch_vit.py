@@ -6,8 +6,8 @@ weights [out,in], qkv rows q|k|v), so `build_model` loads them with strict=True 
 
   * timm's own VisionTransformer when timm is importable and the model is a plain ViT
     (LayerNorm, no GRN), or
-  * the compact ViT below otherwise (LearnableScaler norms and GRN MLPs, which timm's ViT
-    does not have), which uses timm's names and semantics.
+  * the compact ViT below otherwise (LearnableScaler norms, GRN MLPs and the convolutional
+    stem, which timm's ViT does not have), which uses timm's names and semantics.
 
 Also Fashion-MNIST, read and normalised as vitgrad reads it. Shared by vitgrad_to_torch.py,
 the check_*.py scripts and continue_in_pytorch.py.
@@ -108,16 +108,45 @@ class Block(nn.Module):
         return x + self.ls2(self.mlp(self.norm2(x)))
 
 
+def stem_channels(cfg):
+    """The channels of the config's convolutional stem: [] for "none" (or no key, as in
+    configs older than stems), [32, 64] for "conv:32,64"."""
+    stem = cfg.get("stem", "none")
+    return [] if stem == "none" else [int(c) for c in stem[len("conv:"):].split(",")]
+
+
+class ConvStem(nn.Module):
+    """vitgrad's ConvStem: per entry a 3x3 convolution of stride 2 and padding 1, then GELU;
+    children conv1, act1, conv2, act2, ..."""
+
+    def __init__(self, in_chans, channels):
+        super().__init__()
+        for i, out in enumerate(channels, 1):
+            self.add_module(f"conv{i}", nn.Conv2d(in_chans, out, 3, stride=2, padding=1))
+            self.add_module(f"act{i}", nn.GELU())
+            in_chans = out
+
+    def forward(self, x):
+        for module in self.children():
+            x = module(x)
+        return x
+
+
 class VisionTransformer(nn.Module):
     def __init__(self, cfg, hidden, layerscale):
         super().__init__()
-        dim, grid = cfg["embed_dim"], cfg["img_size"] // cfg["patch_size"]
+        stem = stem_channels(cfg)
+        side = cfg["img_size"]
+        for _ in stem:
+            side = (side - 1) // 2 + 1  # each stride-2 stage halves the side, rounding up
+        dim, grid = cfg["embed_dim"], side // cfg["patch_size"]
         self.global_pool = cfg["global_pool"]
         self.cls_token = nn.Parameter(torch.zeros(1, 1, dim))
         self.pos_embed = nn.Parameter(torch.zeros(1, grid * grid + 1, dim))
+        self.stem = ConvStem(cfg["in_chans"], stem) if stem else nn.Identity()
         self.patch_embed = nn.Module()
-        self.patch_embed.proj = nn.Conv2d(cfg["in_chans"], dim, cfg["patch_size"],
-                                          stride=cfg["patch_size"])
+        self.patch_embed.proj = nn.Conv2d(stem[-1] if stem else cfg["in_chans"], dim,
+                                          cfg["patch_size"], stride=cfg["patch_size"])
         self.blocks = nn.Sequential(*[
             Block(dim, cfg["num_heads"], hidden, cfg["qkv_bias"], cfg["norm"], layerscale,
                   cfg["grn"]) for _ in range(cfg["depth"])
@@ -131,7 +160,7 @@ class VisionTransformer(nn.Module):
         self.head = nn.Linear(dim, cfg["num_classes"])
 
     def forward(self, images):  # images (B, in_chans, H, W), as every PyTorch model
-        x = self.patch_embed.proj(images).flatten(2).transpose(1, 2)
+        x = self.patch_embed.proj(self.stem(images)).flatten(2).transpose(1, 2)
         x = torch.cat([self.cls_token.expand(x.shape[0], -1, -1), x], dim=1) + self.pos_embed
         x = self.blocks(x)
         x = self.norm(x)[:, 0] if self.global_pool == "token" else self.fc_norm(x[:, 1:].mean(1))
@@ -156,7 +185,7 @@ def build_model(cfg, state, use_timm=True):
     """A PyTorch ViT for the config, with the weights in `state` loaded strictly."""
     layerscale = "blocks.0.ls1.gamma" in state
     hidden = state["blocks.0.mlp.fc1.weight"].shape[0] if cfg["depth"] else 0
-    plain = cfg["norm"] == "layernorm" and not cfg["grn"]
+    plain = cfg["norm"] == "layernorm" and not cfg["grn"] and not stem_channels(cfg)
     model = timm_vit(cfg, hidden, layerscale) if use_timm and plain else None
     if model is None:
         model = VisionTransformer(cfg, hidden, layerscale)

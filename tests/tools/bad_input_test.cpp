@@ -122,6 +122,7 @@ TEST_CASE("every bad checkpoint, config, data file and flag is one line and exit
   write(dir / "patch.cfg", "{\"patch_size\": 5}");
   write(dir / "depth.cfg", "{\"depth\": -1}");
   write(dir / "array.cfg", "[1, 2]");
+  write(dir / "stem.cfg", "{\"stem\": \"resnet:64\"}");
   write(dir / "huge.cfg", "{\"depth\": 1000, \"embed_dim\": 8192, \"num_heads\": 8}");
   write(dir / "run.cfg", "{\"model\": {\"norm\": \"batchnorm\"}, \"train\": {}}");
   auto cfg = [&](const char* name) { return (dir / name).string(); };
@@ -241,6 +242,13 @@ TEST_CASE("every bad checkpoint, config, data file and flag is one line and exit
        "embed_dim 30 is not divisible by num_heads 4"},
       {"flags: patch does not divide image", "train --data synthetic --patch 6" + out,
        "img_size 28 is not divisible by patch_size 6"},
+      {"flags: stem not conv:C1,C2,...", "train --data synthetic --stem conv:32,,64" + out,
+       "'stem' must be none or conv:C1,C2,... with 1 to 8 channel counts in [1, 4096], got "
+       "'conv:32,,64'"},
+      {"flags: stem output not divisible by patch", "train --data synthetic --stem conv:8,8" + out,
+       "the stem's 7x7 output (img_size 28, 2 stages) is not divisible by patch_size 4"},
+      {"config: stem of another kind", "summary --config " + cfg("stem.cfg"),
+       "'stem' must be none or conv:C1,C2,..."},
       {"flags: a model too big to allocate", "summary --depth 64 --dim 16384 --heads 16",
        "parameters, more than the limit of 1e+09 (depth 64, embed_dim 16384)"},
       {"flags: learning rate not a number", "train --data synthetic --lr 1e-3x" + out,

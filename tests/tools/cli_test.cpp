@@ -190,7 +190,7 @@ TEST_CASE("every command answers --help") {
 TEST_CASE("--help lists every flag of the documented command line") {
   const std::string model =
       "--preset --config --depth --dim --heads --patch --mlp-ratio --norm --layerscale --grn "
-      "--pool --drop-path --dropout ";
+      "--pool --drop-path --dropout --stem ";
   const std::vector<std::pair<std::string, std::string>> commands = {
       {"train", model + "--data --data-dir --epochs --steps --batch --opt --lr --wd --momentum "
                         "--sched --warmup --clip --accum --label-smoothing --no-augment --seed "

@@ -76,6 +76,38 @@ TEST_CASE("safetensors export and import carry the weights to the bit") {
   CHECK(r.exit_code == 0);
 }
 
+TEST_CASE("a stem model's export carries the stem: safetensors to the bit, ONNX Conv nodes") {
+  const fs::path dir = fresh_dir("interop_stem");
+  const std::string run = (dir / "run").string(), st = (dir / "m.safetensors").string(),
+                    back = (dir / "back.json").string(), weights = (dir / "w.json").string();
+  auto r = vitgrad("train" + kModel + " --stem conv:4,8 --patch 1 --batch 20 --steps 2 "
+                   "--threads 1 --out " + run);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::string ck = run + "/last.json";
+  REQUIRE(vitgrad("export " + ck + " --format safetensors -o " + st).exit_code == 0);
+  const vg::SafeTensors file = vg::load_safetensors(st);
+  CHECK(json::parse(file.metadata.at("vitgrad_config"))["stem"] == "conv:4,8");
+  CHECK(file.tensors.at("stem.conv1.weight").shape() == vg::Shape{4, 1, 3, 3});  // PyTorch's
+  CHECK(file.tensors.at("stem.conv2.weight").shape() == vg::Shape{8, 4, 3, 3});
+  CHECK(file.tensors.at("patch_embed.proj.weight").shape() == vg::Shape{16, 8, 1, 1});
+  const json no_decay = json::parse(file.metadata.at("vitgrad_no_weight_decay"));
+  CHECK(std::count(no_decay.begin(), no_decay.end(), "stem.conv1.bias") == 1);
+  CHECK(std::count(no_decay.begin(), no_decay.end(), "stem.conv1.weight") == 0);
+  r = vitgrad("import " + st + " -o " + back);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(vitgrad("export " + ck + " -o " + weights).exit_code == 0);
+  const json a = json::parse(read_text(weights)), b = json::parse(read_text(back));
+  CHECK(a["config"] == b["config"]);
+  CHECK(a["model"] == b["model"]);
+  CHECK(a["model"].contains("stem.conv2.bias"));
+  r = vitgrad("export " + ck + " --format onnx -o " + (dir / "m.onnx").string());
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(read_text(dir / "m.onnx").find("stem.conv2.weight") != std::string::npos);
+}
+
 TEST_CASE("import --add-layerscale 1.0 keeps the model's function and records LayerScale") {
   const fs::path dir = fresh_dir("interop_layerscale");
   const std::string ck = tiny_run(dir), st = (dir / "m.safetensors").string(),
