@@ -81,9 +81,11 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t
   const int64_t c_out = weight.size(0);
   const Tensor w2 = weight.detach().reshape({c_out, g.row_len()});
   Tensor columns = image_to_columns(g, x);
-  const detail::LinearPlan plan{g.rows(), g.row_len(), c_out, {g.rows(), c_out}};
-  const Tensor out = detail::linear_values(columns, w2, bias, plan)
-                         .reshape({g.batch, g.out_height(), g.out_width(), c_out});
+  // The product's rows are the output positions in (n, oy, ox) order: written straight into
+  // the output's shape.
+  const detail::LinearPlan plan{
+      g.rows(), g.row_len(), c_out, {g.batch, g.out_height(), g.out_width(), c_out}};
+  const Tensor out = detail::linear_values(columns, w2, bias, plan);
   const std::vector<Tensor> inputs = detail::linear_inputs(x, weight, bias);
   if (!any_requires_grad(inputs)) return record("conv2d", out, inputs, nullptr);
   const bool need_x = needs_grad(x), need_w = needs_grad(weight), need_b = needs_grad(bias);
