@@ -7,8 +7,8 @@
 #include <optional>
 #include <string>
 
-#include "engine/data/dataset.h"
 #include "engine/data/loader.h"
+#include "engine/data/synthetic.h"
 #include "engine/io/checkpoint.h"
 #include "engine/optim/adamw.h"
 #include "engine/optim/param_groups.h"
@@ -37,7 +37,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     vg::optim::AdamW optimizer(
         vg::optim::param_groups_weight_decay(model.named_parameters(), 0.05));
     std::optional<vg::RunSchedule> schedule;
-    const vg::data::Dataset images =
+    const vg::data::TensorDataset images =
         vg::data::make_synthetic("train", 40, 0);  // 28x28x1, as the seed checkpoints
     vg::data::Loader loader(images, 20, true, true, 1);
     const bool whole_run = c.optimizer.is_object();

@@ -56,11 +56,12 @@ int64_t read_count(const json& data, const char* key, const std::string& source)
   return v.get<int64_t>();
 }
 
-// The loader position: {"epoch": E, "cursor": C, "seed": "<decimal uint64>"}.
+// The loader position: {"epoch": E, "cursor": C, "seed": "<decimal uint64>"} (beside the
+// normalisation, "mean" and "std").
 data::LoaderState read_loader_state(const Checkpoint& c, const std::string& source) {
   for (const auto& [key, value] : c.data.items())
-    check(key == "epoch" || key == "cursor" || key == "seed", source, ": unexpected data entry '",
-          key, "'");
+    check(key == "epoch" || key == "cursor" || key == "seed" || key == "mean" || key == "std",
+          source, ": unexpected data entry '", key, "'");
   data::LoaderState ls;
   ls.epoch = read_count(c.data, "epoch", source);
   ls.cursor = read_count(c.data, "cursor", source);
@@ -76,7 +77,30 @@ data::LoaderState read_loader_state(const Checkpoint& c, const std::string& sour
   return ls;
 }
 
+std::vector<double> read_numbers(const json& data, const char* key, const std::string& source) {
+  const json& v = data.at(key);
+  check(v.is_array() && !v.empty(), source, ": data entry '", key,
+        "' must be a non-empty list of numbers, got ", v.dump());
+  std::vector<double> out;
+  for (const json& x : v) {
+    check(x.is_number(), source, ": data entry '", key, "' holds ", x.dump(), ", not a number");
+    out.push_back(x.get<double>());
+  }
+  return out;
+}
+
 }  // namespace
+
+std::optional<data::Normalisation> checkpoint_normalisation(const Checkpoint& c,
+                                                            const std::string& source) {
+  const bool mean = c.data.contains("mean"), std = c.data.contains("std");
+  check(mean == std, source, ": data entry '", mean ? "std" : "mean", "' is missing (entry '",
+        mean ? "mean" : "std", "' is there)");
+  if (!mean) return std::nullopt;
+  data::Normalisation n{read_numbers(c.data, "mean", source), read_numbers(c.data, "std", source)};
+  n.validate(static_cast<int64_t>(n.mean.size()), source + ": data entries 'mean' and 'std'");
+  return n;
+}
 
 ViTConfig checkpoint_config(const Checkpoint& c, const std::string& source) {
   return prefixed(source + ": config: ", [&] { return ViTConfig::from_json(c.config); });
@@ -128,6 +152,12 @@ void restore_checkpoint(const Checkpoint& c, const std::string& source,
 
   data::LoaderState loader_state;
   if (into.loader) {
+    // The loader's position means nothing on data normalised otherwise.
+    const std::optional<data::Normalisation> saved = checkpoint_normalisation(c, source);
+    const data::Normalisation have = into.loader->dataset().normalisation();
+    check(!saved || *saved == have, source, ": the data was normalised with ",
+          saved ? data::to_string(*saved) : "", ", the loader's data set '",
+          into.loader->dataset().name(), "' with ", data::to_string(have));
     loader_state = read_loader_state(c, source);
     prefixed(source + ": data: ", [&] {
       into.loader->check_state(loader_state);
@@ -154,6 +184,9 @@ Checkpoint weights_only(const Checkpoint& c, const std::string& source, bool use
   Checkpoint w;
   w.config = c.config;
   w.step = c.step;
+  // Evaluating the weights needs the pixels normalised as in training.
+  for (const char* key : {"mean", "std"})
+    if (c.data.contains(key)) w.data[key] = c.data.at(key);
   if (!use_ema) {
     w.model = c.model;
     return w;

@@ -34,6 +34,12 @@ struct RestoreTargets {
 // The checkpoint's model config, validated; an error names `source`.
 ViTConfig checkpoint_config(const Checkpoint& checkpoint, const std::string& source);
 
+// The pixel normalisation the run's data had, from the "data" entries "mean" and "std"
+// (validated); none in checkpoints written before they were recorded, whose data had
+// Fashion-MNIST's. An error names `source`.
+std::optional<data::Normalisation> checkpoint_normalisation(const Checkpoint& checkpoint,
+                                                            const std::string& source);
+
 // Validates `checkpoint` (read from `source`, which names it in messages) against the
 // targets, then restores them. All or nothing.
 void restore_checkpoint(const Checkpoint& checkpoint, const std::string& source,
@@ -42,9 +48,9 @@ void restore_checkpoint(const Checkpoint& checkpoint, const std::string& source,
 // load_checkpoint(path) followed by restore_checkpoint.
 Checkpoint restore_checkpoint(const std::string& path, const RestoreTargets& into);
 
-// The weights-only form of a checkpoint: config and model (step kept for reference), no
-// optimiser, schedule, generators or loader position. With `use_ema` the EMA weights the
-// run kept become the model's.
+// The weights-only form of a checkpoint: config, model and the data's normalisation (step
+// kept for reference), no optimiser, schedule, generators or loader position. With `use_ema` the
+// EMA weights the run kept become the model's.
 Checkpoint weights_only(const Checkpoint& checkpoint, const std::string& source, bool use_ema);
 
 }  // namespace vg

@@ -1,4 +1,5 @@
 // TrainOptions as plain data (config.json, checkpoints) and its validation.
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -18,7 +19,10 @@ void read(const json& j, const char* key, T& into) {
   if (!j.contains(key)) return;
   const json& v = j.at(key);
   bool ok;
-  if constexpr (std::is_same_v<T, bool>)
+  if constexpr (std::is_same_v<T, std::vector<double>>)
+    ok = v.is_array() &&
+         std::all_of(v.begin(), v.end(), [](const json& x) { return x.is_number(); });
+  else if constexpr (std::is_same_v<T, bool>)
     ok = v.is_boolean();
   else if constexpr (std::is_integral_v<T>)
     ok = v.is_number_integer();
@@ -35,6 +39,8 @@ void read(const json& j, const char* key, T& into) {
 json TrainOptions::to_json() const {
   return {{"data", data},
           {"data_dir", data_dir},
+          {"data_mean", data_mean},
+          {"data_std", data_std},
           {"synthetic_train", synthetic_train},
           {"synthetic_test", synthetic_test},
           {"epochs", epochs},
@@ -85,6 +91,8 @@ TrainOptions TrainOptions::from_json(const json& j, const ViTConfig& model) {
   o.model = model;
   read(j, "data", o.data);
   read(j, "data_dir", o.data_dir);
+  read(j, "data_mean", o.data_mean);  // absent in runs saved before the option: the data's own
+  read(j, "data_std", o.data_std);
   read(j, "synthetic_train", o.synthetic_train);
   read(j, "synthetic_test", o.synthetic_test);
   read(j, "epochs", o.epochs);
@@ -174,8 +182,14 @@ std::vector<std::string> keep_list(const std::string& keep) {
 
 void TrainOptions::validate() const {
   model.validate();
-  check(data == "fashion-mnist" || data == "synthetic",
-        "--data must be fashion-mnist or synthetic, got '", data, "'");
+  check(data == "fashion-mnist" || data == "synthetic" || data == "idx",
+        "--data must be fashion-mnist, synthetic or idx, got '", data, "'");
+  check(data != "idx" || !data_dir.empty(), "--data idx needs --data-dir (the IDX files' folder)");
+  check(data_mean.size() == data_std.size(), "--data-mean has ", data_mean.size(),
+        " values and --data-std ", data_std.size(), ": give one of each per channel");
+  if (!data_mean.empty())
+    data::Normalisation{data_mean, data_std}.validate(static_cast<int64_t>(data_mean.size()),
+                                                      "--data-mean and --data-std");
   check(synthetic_train > 0 && synthetic_test > 0, "synthetic data sizes must be positive");
   check(epochs > 0 || steps > 0, "give --epochs or --steps (a positive number)");
   check(epochs >= 0 && steps >= 0 && max_steps >= 0,

@@ -8,7 +8,6 @@
 #include <sstream>
 
 #include "engine/autograd/autograd.h"
-#include "engine/data/pad_images.h"
 #include "engine/io/checkpoint.h"
 #include "engine/kernels/matmul_precision.h"
 #include "engine/ops/ops.h"
@@ -97,29 +96,15 @@ std::string continuation_folder(const std::string& path, int64_t step, const std
   return to;
 }
 
-}  // namespace
-
-data::Dataset load_dataset(const TrainOptions& o, const std::string& split) {
-  data::Dataset d =
-      o.data == "synthetic"
-          ? data::make_synthetic(split, split == "train" ? o.synthetic_train : o.synthetic_test,
-                                 o.seed)
-          : data::load_fashion_mnist(o.data_dir.empty() ? kFashionMnistDir : o.data_dir, split);
-  // A model for larger images (patch 16 needs 32 x 32) sees the images padded with black.
-  if (d.images.size(1) < o.model.img_size) d = data::pad_images(d, o.model.img_size);
-  return d;
-}
-
-namespace {
-
 // The batch's images mirrored left to right.
 Tensor flipped(const Tensor& images) {
   const Shape& s = images.shape();
   Tensor out = Tensor::empty(s, DType::f32);
   const int64_t image_size = s[1] * s[2] * s[3];
+  const std::vector<float> unused_pad(s[3]);  // a flip alone moves no pixel out of the image
   for (int64_t i = 0; i < s[0]; ++i)
     data::apply_augment(images.data<float>() + i * image_size, out.data<float>() + i * image_size,
-                        s[1], s[2], s[3], data::Augment{0, 0, true}, 0.0f);
+                        s[1], s[2], s[3], data::Augment{0, 0, true}, unused_pad.data());
   return out;
 }
 
@@ -163,8 +148,11 @@ TrainResult train(const TrainOptions& options, std::ostream& log) {
     log << "warning: --warmup " << run->options.warmup << " is not shorter than the run ("
         << run->total_steps << " steps): the learning rate never reaches --lr\n";
   log << "training " << run->model->num_parameters() << " parameters for " << run->total_steps
-      << " steps (" << run->steps_per_epoch << " per epoch) on " << run->train_set.name
+      << " steps (" << run->steps_per_epoch << " per epoch) on " << run->train_set->name()
       << "; writing " << run->out_dir << "\n";
+  if (run->options.data == "idx")
+    log << "pixels normalised with " << data::to_string(run->train_set->normalisation())
+        << (run->options.data_mean.empty() ? " (the training split's statistics)" : "") << "\n";
   return fit(*run, log);
 }
 

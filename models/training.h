@@ -14,8 +14,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "engine/data/dataset.h"
 #include "engine/data/loader.h"
+#include "engine/data/synthetic.h"
 #include "models/vit.h"
 #include "models/vit_config.h"
 
@@ -23,8 +23,11 @@ namespace vg {
 
 struct TrainOptions {
   ViTConfig model;
-  std::string data = "fashion-mnist";  // "fashion-mnist" | "synthetic"
-  std::string data_dir;                // empty: the dataset-fashion-mnist package's folder
+  std::string data = "fashion-mnist";  // "fashion-mnist" | "synthetic" | "idx" (models/run_data.h)
+  std::string data_dir;  // the IDX files; empty: the dataset-fashion-mnist package's folder
+  // The pixels' normalisation, one value per channel (both lists or neither); empty: the
+  // data's own (Fashion-MNIST's statistics, or those of the IDX training split).
+  std::vector<double> data_mean, data_std;
   int64_t synthetic_train = data::kSyntheticTrainSize;
   int64_t synthetic_test = data::kSyntheticTestSize;
   int64_t epochs = 10;
@@ -110,12 +113,5 @@ struct EvalResult {
 // `tta_flip`, each image's logits are the mean of its own and its mirror image's.
 EvalResult evaluate(ViT& model, const data::Dataset& data, int64_t batch_size = 500,
                     std::vector<int32_t>* predictions = nullptr, bool tta_flip = false);
-
-// Where Debian's dataset-fashion-mnist package installs the four gzipped IDX files: a run's
-// Fashion-MNIST when --data-dir is not given.
-inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
-
-// The data set a run uses: Fashion-MNIST (train or test) or the synthetic set.
-data::Dataset load_dataset(const TrainOptions& options, const std::string& split);
 
 }  // namespace vg

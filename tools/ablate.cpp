@@ -10,6 +10,7 @@
 #include "engine/core/error.h"
 #include "engine/core/parallel.h"
 #include "engine/io/checkpoint.h"
+#include "models/run_data.h"
 #include "tools/args.h"
 #include "tools/model_flags.h"
 #include "tools/train_flags.h"
@@ -143,8 +144,9 @@ int run_ablate(const std::vector<std::string>& argv) {
   threads_from_flags(args);
   TrainOptions recipe = training_defaults("fmnist-ls-recipe");
   recipe.epochs = kDefaultEpochs;
-  const ViTConfig base = model_from_flags(args);
   recipe_from_flags(args, recipe);
+  const data::DataShape data = training_data_shape(recipe);  // the model is made for the data
+  const ViTConfig base = model_from_flags(args, &data);
   recipe.log_every = args.integer("--log-every", 25, 1, INT64_MAX / 2);
   const fs::path out = args.text("--out");
   std::vector<AblationRow> rows;

@@ -203,7 +203,11 @@ int64_t ArgParser::integer(const std::string& flag, int64_t fallback, int64_t mi
 double ArgParser::number(const std::string& flag, double fallback, double min, double max) const {
   auto it = values_.find(flag);
   if (it == values_.end()) return fallback;
-  const std::string& s = it->second;
+  return parse_number(flag, it->second, min, max);
+}
+
+double ArgParser::parse_number(const std::string& flag, const std::string& s, double min,
+                               double max) const {
   errno = 0;
   char* end = nullptr;
   const double v = std::strtod(s.c_str(), &end);
@@ -215,6 +219,20 @@ double ArgParser::number(const std::string& flag, double fallback, double min, d
     fail(range.str());
   }
   return v;
+}
+
+std::vector<double> ArgParser::numbers(const std::string& flag, double min, double max) const {
+  std::vector<double> out;
+  if (!has(flag)) return out;
+  const std::string list = text(flag);
+  size_t start = 0;
+  for (;;) {
+    const size_t comma = list.find(',', start);
+    const std::string item = list.substr(start, comma == std::string::npos ? comma : comma - start);
+    out.push_back(parse_number(flag, item, min, max));
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
+  }
 }
 
 std::string ArgParser::choice(const std::string& flag, const std::string& fallback,

@@ -42,6 +42,8 @@ class ArgParser {
   std::string text(const std::string& flag, const std::string& fallback = "") const;
   int64_t integer(const std::string& flag, int64_t fallback, int64_t min, int64_t max) const;
   double number(const std::string& flag, double fallback, double min, double max) const;
+  // A comma-separated list of numbers in [min, max] ("0.5,0.5,0.5"); empty when not given.
+  std::vector<double> numbers(const std::string& flag, double min, double max) const;
   std::string choice(const std::string& flag, const std::string& fallback,
                      const std::vector<std::string>& choices) const;
   const std::vector<std::string>& positionals() const { return positionals_; }
@@ -53,6 +55,9 @@ class ArgParser {
 
  private:
   const Flag* find(const std::string& name) const;
+  // `text` as a number in [min, max]; anything else fails naming `flag`.
+  double parse_number(const std::string& flag, const std::string& text, double min,
+                      double max) const;
 
   std::string command_, usage_;
   std::vector<Flag> flags_;

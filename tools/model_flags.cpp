@@ -1,6 +1,7 @@
 #include "tools/model_flags.h"
 
 #include "engine/core/error.h"
+#include "models/run_data.h"
 #include "tools/config_file.h"
 #include "tools/model_names.h"
 
@@ -36,7 +37,7 @@ void model_aliases(ArgParser& args) {
   args.alias("--drop", "--dropout");  // timm's names
 }
 
-ViTConfig model_from_flags(const ArgParser& args) {
+ViTConfig model_from_flags(const ArgParser& args, const data::DataShape* data) {
   if (int(args.has("--preset")) + int(args.has("--config")) + int(args.has("--model")) > 1)
     args.fail("give one of --preset, --config and --model");
   ViTConfig c;
@@ -79,6 +80,8 @@ ViTConfig model_from_flags(const ArgParser& args) {
     args.fail(e.what());
   }
   try {
+    if (data && !args.has("--config"))
+      c = fit_model_to_data(c, *data, args.has("--img-size") || args.has("--model"));
     c.validate();
   } catch (const Error& e) {
     args.fail(e.what());

@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "engine/data/dataset.h"
 #include "models/vit_config.h"
 #include "tools/args.h"
 
@@ -14,7 +15,8 @@ std::vector<Flag> model_flags();
 // timm's other names for model flags (--drop for --dropout).
 void model_aliases(ArgParser& args);
 // The configuration the flags describe (the fmnist-tiny preset when none is named),
-// validated; misuse is a UsageError.
-ViTConfig model_from_flags(const ArgParser& args);
+// validated; misuse is a UsageError. With `data`, a model not read from --config takes its
+// in_chans, num_classes and, unless --img-size or a --model name gives it, img_size from it.
+ViTConfig model_from_flags(const ArgParser& args, const data::DataShape* data = nullptr);
 
 }  // namespace vg::tools

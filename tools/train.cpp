@@ -12,6 +12,7 @@
 #include "engine/io/safetensors.h"
 #include "engine/ops/ops.h"
 #include "models/restore.h"
+#include "models/run_data.h"
 #include "models/trainer/stop_signals.h"
 #include "models/training.h"
 #include "tools/args.h"
@@ -46,10 +47,13 @@ void save_images_and_logits(const std::string& path, ViT& model, const data::Dat
                             int64_t batch) {
   NoGradGuard no_grad;
   model.eval();
-  std::vector<Tensor> logits;
-  for (const data::Batch& b : data::InOrder(data, batch)) logits.push_back(model.forward(b.images));
+  std::vector<Tensor> images, logits;
+  for (const data::Batch& b : data::InOrder(data, batch)) {
+    images.push_back(b.images);
+    logits.push_back(model.forward(b.images));
+  }
   SafeTensors file;
-  file.tensors = {{"images", data.images}, {"logits", cat(logits, 0)}};
+  file.tensors = {{"images", cat(images, 0)}, {"logits", cat(logits, 0)}};
   save_safetensors(path, file);
 }
 
@@ -85,15 +89,16 @@ int run_train(const std::vector<std::string>& argv) {
   } else {
     // A recipe preset (fmnist-ls-recipe) or a run's config.json brings its training options.
     TrainOptions o = recipe_defaults(args);
+    recipe_from_flags(args, o);
     if (args.has("--init")) {
       for (const Flag& f : model_flags())
         if (args.has(f.name))
           args.fail(f.name +
                     " cannot be combined with --init (the model comes from the checkpoint)");
     } else {
-      o.model = model_from_flags(args);
+      const data::DataShape data = training_data_shape(o);  // the model is made for the data
+      o.model = model_from_flags(args, &data);
     }
-    recipe_from_flags(args, o);
     o.ema = args.number("--ema", o.ema, 0, 0.999999);
     o.init = args.text("--init", o.init);
     o.out = args.text("--out");
@@ -134,17 +139,19 @@ int run_eval(const std::vector<std::string>& argv) {
       "eval",
       "vitgrad eval CKPT [--data-dir DIR] [--split test|train] [--tta flip] [--json] "
       "[--predictions FILE]",
-      {{"--data", "NAME", "fashion-mnist | synthetic (default: the run's)"},
-       {"--data-dir", "DIR", "folder with the Fashion-MNIST IDX files"},
+      {{"--data", "NAME", "fashion-mnist | synthetic | idx (default: the run's)"},
+       {"--data-dir", "DIR", "folder with the IDX files (alone: the run's data, or idx)"},
        {"--split", "NAME", "test (default) | train"},
        {"--batch", "N", "images per forward pass (default 500)"},
        {"--threads", "N", "threads for kernels and OpenBLAS"},
-       {"--tta", "KIND", "test-time augmentation: none (default) | flip (mean of the image's "
-                         "and its mirror's logits)"},
+       {"--tta", "KIND",
+        "test-time augmentation: none (default) | flip (mean of the image's "
+        "and its mirror's logits)"},
        {"--json", "", "print one JSON line {loss, accuracy, count}"},
        {"--predictions", "FILE", "write the predicted class of every image, one a line"},
-       {"--logits", "FILE", "write the images and their logits as .safetensors (for the "
-                            "check scripts of tools/)"}},
+       {"--logits", "FILE",
+        "write the images and their logits as .safetensors (for the "
+        "check scripts of tools/)"}},
       1, 1);
   args.parse(argv);
   if (args.help_requested()) {
@@ -160,28 +167,36 @@ int run_eval(const std::vector<std::string>& argv) {
   const ViTConfig config = checkpoint_config(c, path);
   ViT model(config);
   restore_checkpoint(c, path, {.model = &model});
-  // The run's data options (a weights-only export has none: Fashion-MNIST).
+  // The run's data options (a weights-only export has none: Fashion-MNIST, or IDX files).
   TrainOptions o;
   o.model = config;  // its image size decides any padding of the data
-  if (c.extra.contains("train")) {
+  const bool run_options = c.extra.contains("train");
+  if (run_options) {
     try {
       o = TrainOptions::from_json(c.extra.at("train"), config);
     } catch (const Error& e) {
       throw Error(path + ": extra entry 'train': " + e.what());
     }
   }
-  o.data = args.choice("--data", o.data, {"fashion-mnist", "synthetic"});
-  if (args.has("--data-dir")) o.data_dir = args.text("--data-dir");
+  // Files given with --data-dir are the run's kind of files, or IDX files of any shape.
+  const bool files = run_options && o.data != "synthetic";
+  o.data = args.choice("--data", args.has("--data-dir") && !files ? "idx" : o.data,
+                       {"fashion-mnist", "synthetic", "idx"});
+  o.data_dir = args.text("--data-dir", o.data_dir);
+  if (o.data == "idx" && o.data_dir.empty()) args.fail("--data idx needs --data-dir");
   std::vector<int32_t> predictions;
-  const data::Dataset data = load_dataset(o, split);
-  const EvalResult r = evaluate(model, data, batch,
-                                args.has("--predictions") ? &predictions : nullptr, tta_flip);
+  // Normalised as in training (the checkpoint records it), never by the statistics of
+  // whatever data is evaluated.
+  const std::shared_ptr<const data::Dataset> data =
+      fit_data_to_model(load_dataset(o, split, checkpoint_normalisation(c, path)), config);
+  const EvalResult r =
+      evaluate(model, *data, batch, args.has("--predictions") ? &predictions : nullptr, tta_flip);
   if (args.has("--predictions")) {
     std::string lines;
     for (int32_t p : predictions) lines += std::to_string(p) + "\n";
     write_file_atomically(args.text("--predictions"), lines);
   }
-  if (args.has("--logits")) save_images_and_logits(args.text("--logits"), model, data, batch);
+  if (args.has("--logits")) save_images_and_logits(args.text("--logits"), model, *data, batch);
   if (args.on("--json")) {
     std::cout << nlohmann::ordered_json{{"loss", r.loss},
                                         {"accuracy", r.accuracy},

@@ -8,14 +8,19 @@
 
 #include "engine/core/error.h"
 #include "engine/core/parallel.h"
+#include "models/run_data.h"
 #include "tools/config_file.h"
 
 namespace vg::tools {
 
 std::vector<Flag> recipe_flags() {
   return {
-      {"--data", "NAME", "fashion-mnist (default) | synthetic"},
-      {"--data-dir", "DIR", "folder with the four Fashion-MNIST IDX files (gzipped or not)"},
+      {"--data", "NAME", "fashion-mnist (default) | synthetic | idx (the IDX files of --data-dir)"},
+      {"--data-dir", "DIR",
+       "folder of the four IDX files (any image size and channels, gzipped or not); alone: "
+       "--data idx"},
+      {"--data-mean", "LIST", "pixel mean per channel, e.g. 0.5,0.5,0.5 (default: the data's)"},
+      {"--data-std", "LIST", "pixel std per channel (default: the data's)"},
       {"--synthetic-size", "N", "training images of --data synthetic (test: a quarter)"},
       {"--epochs", "N", "passes over the training set (default 10)"},
       {"--steps", "N", "optimiser steps in total (instead of --epochs)"},
@@ -50,8 +55,9 @@ std::vector<Flag> recipe_flags() {
       {"--no-augment", "", "no random crop and flip"},
       {"--no-crop", "", "augment with the horizontal flip only"},
       {"--seed", "N", "seed of initialisation, shuffling, augmentation and dropout"},
-      {"--amp", "MODE", "fp32 (default) | bf16: matrix products on bf16 operands, float sums; "
-                        "alone, as timm's switch: bf16"},
+      {"--amp", "MODE",
+       "fp32 (default) | bf16: matrix products on bf16 operands, float sums; "
+       "alone, as timm's switch: bf16"},
       {"--amp-dtype", "NAME", "timm's mixed-precision type: bfloat16 (the only one here)"},
       {"--workers", "N", "timm's loader processes: accepted, means nothing here"},
       {"--torchcompile", "MODE", "timm's torch.compile backend: accepted, means nothing here"},
@@ -73,11 +79,10 @@ void recipe_aliases(ArgParser& args) {
 namespace {
 
 constexpr double kTimmSmoothing = 0.1;
-constexpr int64_t kFashionMnistTrainSize = 60000;
 
-// Optimiser steps in one epoch of the options' training set (as models/training.cpp counts).
+// Optimiser steps in one epoch of the options' training set (as models/trainer/run.cpp counts).
 int64_t steps_per_epoch(const TrainOptions& o) {
-  const int64_t images = o.data == "synthetic" ? o.synthetic_train : kFashionMnistTrainSize;
+  const int64_t images = training_data_shape(o).size;
   const int64_t batches = (images + o.batch - 1) / o.batch;
   return std::max<int64_t>(1, (batches + o.accum - 1) / o.accum);
 }
@@ -120,8 +125,20 @@ TrainOptions recipe_defaults(const ArgParser& args) {
 
 void recipe_from_flags(const ArgParser& args, TrainOptions& o) {
   if (args.has("--epochs") && args.has("--steps")) args.fail("give --epochs or --steps, not both");
-  o.data = args.choice("--data", o.data, {"fashion-mnist", "synthetic"});
+  o.data = args.choice("--data", args.has("--data-dir") ? "idx" : o.data,
+                       {"fashion-mnist", "synthetic", "idx"});
   o.data_dir = args.text("--data-dir", o.data_dir);
+  if (o.data == "idx" && o.data_dir.empty()) args.fail("--data idx needs --data-dir");
+  if (args.has("--data-mean") != args.has("--data-std"))
+    args.fail("give --data-mean and --data-std together");
+  if (args.has("--data-mean")) {
+    o.data_mean = args.numbers("--data-mean", -1e6, 1e6);
+    o.data_std = args.numbers("--data-std", 1e-12, 1e6);
+    if (o.data_mean.size() != o.data_std.size())
+      args.fail("--data-mean has " + std::to_string(o.data_mean.size()) + " values and " +
+                "--data-std " + std::to_string(o.data_std.size()) +
+                ": give one of each per channel");
+  }
   if (args.has("--synthetic-size")) {
     o.synthetic_train = args.integer("--synthetic-size", 0, 10, 1000000);
     o.synthetic_test = std::max<int64_t>(10, o.synthetic_train / 4);

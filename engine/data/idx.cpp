@@ -90,23 +90,33 @@ class IdxFile {
   gzFile file_ = nullptr;
 };
 
-// Reads the magic and `dims` sizes of an IDX header, checking the magic.
-std::vector<int64_t> read_header(IdxFile& file, uint32_t magic, int dims, const char* kind) {
-  const int64_t header_bytes = 4 * (1 + dims);
-  unsigned char header[16];
-  const int64_t got = file.read(header, header_bytes);
-  auto word = [&](int i) {
-    const unsigned char* b = header + 4 * i;
-    return uint32_t{b[0]} << 24 | uint32_t{b[1]} << 16 | uint32_t{b[2]} << 8 | uint32_t{b[3]};
-  };
-  if (got >= 4 && word(0) != magic)
-    file.fail(cat_str("bad magic ", hex32(word(0)), ", expected ", hex32(magic), " (not an IDX ",
-                      kind, " file)"));
+uint32_t big_endian(const unsigned char* b) {
+  return uint32_t{b[0]} << 24 | uint32_t{b[1]} << 16 | uint32_t{b[2]} << 8 | uint32_t{b[3]};
+}
+
+// Reads an IDX header whose magic is one of `magics` (magic i has dims[i] dimensions) and
+// returns its sizes.
+std::vector<int64_t> read_header(IdxFile& file, const std::vector<uint32_t>& magics,
+                                 const std::vector<int>& dims, const char* kind) {
+  unsigned char header[4 + 4 * 4] = {};
+  int64_t got = file.read(header, 4);
+  const uint32_t magic = big_endian(header);
+  size_t which = 0;
+  while (which < magics.size() && magics[which] != magic) ++which;
+  if (got == 4 && which == magics.size()) {
+    std::string expected = hex32(magics[0]);
+    for (size_t i = 1; i < magics.size(); ++i) expected += " or " + hex32(magics[i]);
+    file.fail(cat_str("bad magic ", hex32(magic), ", expected ", expected, " (not an IDX ", kind,
+                      " file)"));
+  }
+  const int n = dims[which < dims.size() ? which : 0];
+  const int64_t header_bytes = 4 * (1 + n);
+  if (got == 4) got += file.read(header + 4, header_bytes - 4);
   if (got < header_bytes)
     file.fail(
         cat_str("truncated header: ", got, " bytes, an IDX ", kind, " header has ", header_bytes));
-  std::vector<int64_t> sizes(dims);
-  for (int i = 0; i < dims; ++i) sizes[i] = word(1 + i);
+  std::vector<int64_t> sizes(n);
+  for (int i = 0; i < n; ++i) sizes[i] = big_endian(header + 4 * (1 + i));
   return sizes;
 }
 
@@ -128,33 +138,53 @@ std::vector<uint8_t> read_data(IdxFile& file, int64_t bytes, const std::string& 
   return data;
 }
 
-}  // namespace
-
-IdxImages read_idx_images(const std::string& path, const std::string& context) {
-  IdxFile file(path, context);
-  const std::vector<int64_t> sizes = read_header(file, kIdxImagesMagic, 3, "image");
+// The image header's sizes, checked against the limits.
+IdxImages read_images_header(IdxFile& file) {
+  const std::vector<int64_t> sizes =
+      read_header(file, {kIdxImagesMagic, kIdxColourImagesMagic}, {3, 4}, "image");
   IdxImages out;
   out.count = sizes[0];
   out.rows = sizes[1];
   out.cols = sizes[2];
+  out.channels = sizes.size() == 4 ? sizes[3] : 1;
   if (out.count > kIdxMaxItems)
     file.fail(
         cat_str("header declares ", out.count, " images, more than the limit of ", kIdxMaxItems));
   if (out.rows < 1 || out.cols < 1 || out.rows > kIdxMaxSide || out.cols > kIdxMaxSide)
     file.fail(cat_str("header declares ", out.rows, "x", out.cols,
                       " images, expected sides between 1 and ", kIdxMaxSide));
-  const int64_t bytes = out.count * out.rows * out.cols;
+  if (out.channels < 1 || out.channels > kIdxMaxChannels)
+    file.fail(cat_str("header declares ", out.channels, " channels, expected between 1 and ",
+                      kIdxMaxChannels));
+  const int64_t bytes = out.count * out.rows * out.cols * out.channels;
   if (bytes > kMaxDataBytes)
     file.fail(cat_str("header declares ", bytes, " bytes of pixels, more than the limit of ",
                       kMaxDataBytes));
-  out.pixels = read_data(file, bytes, cat_str(out.count, " images of ", out.rows, "x", out.cols));
+  return out;
+}
+
+}  // namespace
+
+IdxImages read_idx_images_header(const std::string& path, const std::string& context) {
+  IdxFile file(path, context);
+  return read_images_header(file);
+}
+
+IdxImages read_idx_images(const std::string& path, const std::string& context) {
+  IdxFile file(path, context);
+  IdxImages out = read_images_header(file);
+  const std::string what =
+      out.channels == 1
+          ? cat_str(out.count, " images of ", out.rows, "x", out.cols)
+          : cat_str(out.count, " images of ", out.rows, "x", out.cols, "x", out.channels);
+  out.pixels = read_data(file, out.count * out.rows * out.cols * out.channels, what);
   return out;
 }
 
 IdxLabels read_idx_labels(const std::string& path, const std::string& context) {
   IdxFile file(path, context);
   IdxLabels out;
-  out.count = read_header(file, kIdxLabelsMagic, 1, "label")[0];
+  out.count = read_header(file, {kIdxLabelsMagic}, {1}, "label")[0];
   if (out.count > kIdxMaxItems)
     file.fail(
         cat_str("header declares ", out.count, " labels, more than the limit of ", kIdxMaxItems));

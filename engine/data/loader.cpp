@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <numeric>
 
 #include "engine/core/error.h"
@@ -16,49 +17,60 @@ constexpr uint64_t kShuffleStream = 0x5348554646ULL;  // "SHUFF"
 constexpr uint64_t kAugmentStream = 0x4155474dULL;    // "AUGM"
 
 void check_dataset(const char* who, const Dataset& data) {
-  const Tensor& images = data.images;
-  check(images.defined() && images.dim() == 4 && images.dtype() == DType::f32, who, ": data set '",
-        data.name, "' needs float32 images (N, H, W, C), got ",
-        images.defined() ? shape_str(images.shape()) : "none");
-  check(images.size(0) == data.size(), who, ": data set '", data.name, "' has ", images.size(0),
-        " images but ", data.size(), " labels");
-  check(data.size() > 0, who, ": data set '", data.name, "' is empty");
+  const ImageShape shape = data.image_shape();
+  check(shape.height > 0 && shape.width > 0 && shape.channels > 0, who, ": data set '", data.name(),
+        "' has images of ", to_string(shape));
+  check(data.size() > 0, who, ": data set '", data.name(), "' is empty");
+  check(data.num_classes() > 0, who, ": data set '", data.name(), "' has ", data.num_classes(),
+        " classes");
+  data.normalisation().validate(shape.channels, cat_str(who, ": data set '", data.name(), "'"));
 }
 
 // Copies the samples `indices` of `data` into a batch, each one augmented when `augments`
 // is not empty. The random draws are made before, so the result does not depend on threads.
 Batch gather(const Dataset& data, std::vector<int64_t> indices,
-             const std::vector<Augment>& augments) {
-  const Shape& shape = data.images.shape();
-  const int64_t n = static_cast<int64_t>(indices.size());
-  const int64_t height = shape[1], width = shape[2], channels = shape[3];
-  const int64_t image_size = height * width * channels;
+             const std::vector<Augment>& augments, const std::vector<float>& pad) {
+  const ImageShape shape = data.image_shape();
+  const int64_t n = static_cast<int64_t>(indices.size()), image_size = shape.numel();
   Batch batch;
-  batch.images = Tensor::empty({n, height, width, channels}, DType::f32);
+  batch.images = Tensor::empty({n, shape.height, shape.width, shape.channels}, DType::f32);
   batch.labels.resize(n);
-  const float* src = data.images.data<float>();
   float* dst = batch.images.data<float>();
-  const float pad = data.pad_value();
+  // An exception must not leave a thread of the parallel region: each is kept, the first
+  // is thrown after it.
+  std::vector<std::exception_ptr> errors(n);
   // Copying is memory-bound: only batches of several 256 KiB chunks are worth the threads.
   parallel_for(n, std::max<int64_t>(1, 65536 / image_size), [&](int64_t i0, int64_t i1) {
+    std::vector<float> source(augments.empty() ? 0 : image_size);
     for (int64_t i = i0; i < i1; ++i) {
-      const float* from = src + indices[i] * image_size;
       float* to = dst + i * image_size;
-      if (augments.empty())
-        std::memcpy(to, from, image_size * sizeof(float));
-      else
-        apply_augment(from, to, height, width, channels, augments[i], pad);
-      batch.labels[i] = data.labels[indices[i]];
+      try {
+        if (augments.empty()) {
+          batch.labels[i] = data.item(indices[i], to);
+        } else {
+          batch.labels[i] = data.item(indices[i], source.data());
+          apply_augment(source.data(), to, shape.height, shape.width, shape.channels, augments[i],
+                        pad.data());
+        }
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
     }
   });
+  for (int64_t i = 0; i < n; ++i) {
+    if (errors[i]) std::rethrow_exception(errors[i]);
+    check(batch.labels[i] >= 0 && batch.labels[i] < data.num_classes(), "data set '", data.name(),
+          "': item ", indices[i], " has label ", batch.labels[i], ", outside [0, ",
+          data.num_classes(), ")");
+  }
   batch.indices = std::move(indices);
   return batch;
 }
 
-// A normalised image's 8-bit grey levels and back, with the data set's mean and std (the
+// A normalised grey image's 8-bit levels and back, with the data set's mean and std (the
 // way back is normalise_pixels' table, so a round trip of a Fashion-MNIST image is exact).
 struct GreyLevels {
-  explicit GreyLevels(const Dataset& data) : mean_(data.mean), std_(data.std) {
+  explicit GreyLevels(const Normalisation& n) : mean_(n.mean[0]), std_(n.std[0]) {
     for (int v = 0; v < 256; ++v) table_[v] = static_cast<float>((v / 255.0 - mean_) / std_);
     mean = static_cast<uint8_t>(std::clamp(std::nearbyint(255.0 * mean_), 0.0, 255.0));
   }
@@ -81,8 +93,13 @@ struct GreyLevels {
 }  // namespace
 
 void apply_augment(const float* src, float* dst, int64_t height, int64_t width, int64_t channels,
-                   const Augment& augment, float pad_value) {
+                   const Augment& augment, const float* pad) {
   const int64_t row = width * channels, dx = augment.dx;
+  // Pixels [from, to) of a row of `out` become the pad pixel.
+  const auto fill = [&](float* out, int64_t from, int64_t to) {
+    if (channels == 1) return std::fill(out + from, out + to, pad[0]);
+    for (int64_t x = from; x < to; ++x) std::copy(pad, pad + channels, out + x * channels);
+  };
   // Output columns [x0, x1) have a source column inside the image; the rest is padding.
   const int64_t x0 = std::clamp<int64_t>(augment.flip ? dx : -dx, 0, width);
   const int64_t x1 = std::clamp<int64_t>(augment.flip ? width + dx : width - dx, x0, width);
@@ -90,11 +107,11 @@ void apply_augment(const float* src, float* dst, int64_t height, int64_t width, 
     float* out = dst + y * row;
     const int64_t sy = y + augment.dy;
     if (sy < 0 || sy >= height) {
-      std::fill(out, out + row, pad_value);
+      fill(out, 0, width);
       continue;
     }
     const float* in = src + sy * row;
-    std::fill(out, out + x0 * channels, pad_value);
+    fill(out, 0, x0);
     if (!augment.flip) {
       std::memcpy(out + x0 * channels, in + (x0 + dx) * channels,
                   (x1 - x0) * channels * sizeof(float));
@@ -104,7 +121,7 @@ void apply_augment(const float* src, float* dst, int64_t height, int64_t width, 
         std::copy(pixel, pixel + channels, out + x * channels);
       }
     }
-    std::fill(out + x1 * channels, out + row, pad_value);
+    fill(out, x1, width);
   }
 }
 
@@ -119,10 +136,11 @@ Loader::Loader(const Dataset& data, int64_t batch_size, bool shuffle, bool augme
       seed_(seed),
       augment_rng_(derive_seed(seed, kAugmentStream)) {
   check_dataset("Loader", data_);
+  pad_ = data_.normalisation().black();
   check(batch_size > 0, "Loader: batch_size ", batch_size, " must be positive");
-  check(!policy_.rand_augment || data_.images.size(3) == 1, "Loader: RandAugment needs ",
-        "single-channel images, data set '", data_.name, "' has ", data_.images.size(3),
-        " channels");
+  const int64_t channels = data_.image_shape().channels;
+  check(!policy_.rand_augment || channels == 1, "Loader: RandAugment needs ",
+        "single-channel images, data set '", data_.name(), "' has ", channels, " channels");
   policy_.random_erasing.validate();
   policy_.mixup.validate();
 }
@@ -159,7 +177,7 @@ Batch Loader::next() {
       a.flip = augment_rng_.bernoulli(0.5);
     }
   }
-  Batch batch = gather(data_, std::move(indices), augments);
+  Batch batch = gather(data_, std::move(indices), augments, pad_);
   if (policy_.any()) apply_policy(batch);
   batch.epoch = epoch_;
   cursor_ += n;
@@ -183,7 +201,7 @@ void Loader::apply_policy(Batch& batch) {
     rects[i] = draw_erasing(policy_.random_erasing, height, width, channels, augment_rng_);
   }
   const MixParams mix = draw_mix_params(policy_.mixup, height, width, augment_rng_);
-  const GreyLevels grey(data_);
+  const GreyLevels grey(data_.normalisation());
   float* images = batch.images.data<float>();
   parallel_for(n, 1, [&](int64_t i0, int64_t i1) {
     std::vector<uint8_t> levels;
@@ -218,22 +236,22 @@ void Loader::set_state(const LoaderState& state) {
 }
 
 void Loader::check_state(const LoaderState& state) const {
-  check(state.epoch >= 0, "Loader(", data_.name, "): saved epoch ", state.epoch, " is negative");
-  check(state.cursor >= 0 && state.cursor < data_.size(), "Loader(", data_.name, "): saved cursor ",
-        state.cursor, " out of range [0, ", data_.size(), ") for a data set of ", data_.size(),
-        " samples");
-  check(state.augment_rng.s != decltype(state.augment_rng.s){}, "Loader(", data_.name,
+  check(state.epoch >= 0, "Loader(", data_.name(), "): saved epoch ", state.epoch, " is negative");
+  check(state.cursor >= 0 && state.cursor < data_.size(), "Loader(", data_.name(),
+        "): saved cursor ", state.cursor, " out of range [0, ", data_.size(),
+        ") for a data set of ", data_.size(), " samples");
+  check(state.augment_rng.s != decltype(state.augment_rng.s){}, "Loader(", data_.name(),
         "): saved augmentation generator state is all zeros");
 }
 
 Batch batch_in_order(const Dataset& data, int64_t begin, int64_t end) {
   check_dataset("batch_in_order", data);
   check(0 <= begin && begin < end && end <= data.size(), "batch_in_order: range [", begin, ", ",
-        end, ") is not a non-empty range within the ", data.size(), " samples of '", data.name,
+        end, ") is not a non-empty range within the ", data.size(), " samples of '", data.name(),
         "'");
   std::vector<int64_t> indices(end - begin);
   std::iota(indices.begin(), indices.end(), begin);
-  Batch batch = gather(data, std::move(indices), {});
+  Batch batch = gather(data, std::move(indices), {}, {});
   batch.last_in_epoch = end == data.size();
   return batch;
 }

@@ -1,5 +1,5 @@
-// Batches from an in-memory Dataset: a fresh seeded permutation every epoch, the last partial
-// batch kept, and training augmentation (random crop with zero padding 2, horizontal flip;
+// Batches from any Dataset (dataset.h): a fresh seeded permutation every epoch, the last
+// partial batch kept, and training augmentation (random crop with zero padding 2, horizontal flip;
 // optionally RandAugment, random erasing and mixup/cutmix, see AugmentPolicy).
 //
 // The loader's whole position is plain data (LoaderState), and the permutation of an epoch is
@@ -40,16 +40,16 @@ struct Batch {
 };
 
 // How one training image is transformed: out(y, x) = in(y + dy, x' + dx), x' = W-1-x when
-// flipped, pad value outside the image.
+// flipped, the pad pixel outside the image.
 struct Augment {
   int dy = 0;  // in [-kCropPadding, kCropPadding]
   int dx = 0;
   bool flip = false;
 };
 
-// Writes the augmented copy of one (H, W, C) image into dst.
+// Writes the augmented copy of one (H, W, C) image into dst; `pad` holds one value per channel.
 void apply_augment(const float* src, float* dst, int64_t height, int64_t width, int64_t channels,
-                   const Augment& augment, float pad_value);
+                   const Augment& augment, const float* pad);
 
 // The training augmentations beyond crop and flip, in the order they act (timm's): after the
 // crop and flip, RandAugment on the 8-bit grey levels, then random erasing on the normalised
@@ -65,11 +65,13 @@ struct AugmentPolicy {
 
 class Loader {
  public:
-  // Keeps a handle to the data set's images (the pixels are shared, not copied).
+  // Reads `data`, which must outlive the loader (a temporary does not compile).
   // With augment but not crop, the only transform is the horizontal flip; `policy` acts
   // whether or not `augment` is on.
   Loader(const Dataset& data, int64_t batch_size, bool shuffle, bool augment, uint64_t seed,
          bool crop = true, const AugmentPolicy& policy = {});
+  Loader(const Dataset&& data, int64_t, bool, bool, uint64_t, bool = true,
+         const AugmentPolicy& = {}) = delete;
 
   // The next batch; after the last batch of an epoch the next epoch starts.
   Batch next();
@@ -89,7 +91,8 @@ class Loader {
   const std::vector<int64_t>& order();  // the permutation of the current epoch
   void apply_policy(Batch& batch);  // RandAugment, erasing, mixup: in place, with targets
 
-  Dataset data_;
+  const Dataset& data_;
+  std::vector<float> pad_;  // black, one value per channel: what crops pad with
   int64_t batch_size_;
   bool shuffle_;
   bool augment_;
@@ -110,7 +113,8 @@ Batch batch_in_order(const Dataset& data, int64_t begin, int64_t end);
 //   for (const Batch& batch : InOrder(test_set, 256)) { ... }
 class InOrder {
  public:
-  InOrder(const Dataset& data, int64_t batch_size);
+  InOrder(const Dataset& data, int64_t batch_size);  // `data` must outlive the pass
+  InOrder(const Dataset&& data, int64_t batch_size) = delete;
   struct Iterator {
     const InOrder* in;
     int64_t index;
@@ -127,7 +131,7 @@ class InOrder {
   Batch batch(int64_t index) const;
 
  private:
-  Dataset data_;  // a handle to the images, so a temporary data set may be passed
+  const Dataset& data_;
   int64_t batch_size_;
   int64_t num_batches_;
 };

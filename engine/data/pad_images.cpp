@@ -1,35 +1,48 @@
 #include "engine/data/pad_images.h"
 
 #include <algorithm>
+#include <exception>
 
 #include "engine/core/error.h"
 #include "engine/core/parallel.h"
 
 namespace vg::data {
 
-Dataset pad_images(const Dataset& data, int64_t side) {
-  const Tensor& in = data.images;
-  check(in.defined() && in.dim() == 4 && in.dtype() == DType::f32, "pad_images: data set '",
-        data.name, "' needs float32 images (N, H, W, C)");
-  const int64_t n = in.size(0), height = in.size(1), width = in.size(2), c = in.size(3);
-  check(side >= height && side >= width, "pad_images: side ", side, " is smaller than the ",
-        height, "x", width, " images of '", data.name, "'");
-  const int64_t top = (side - height) / 2, left = (side - width) / 2;
-  Dataset out = data;
-  out.images = Tensor::empty({n, side, side, c}, DType::f32);
-  const float pad = data.pad_value();
-  const float* src = in.data<float>();
-  float* dst = out.images.data<float>();
+TensorDataset pad_images(const Dataset& data, int64_t side) {
+  const ImageShape in = data.image_shape();
+  const int64_t n = data.size(), c = in.channels;
+  check(side >= in.height && side >= in.width, "pad_images: side ", side, " is smaller than the ",
+        in.height, "x", in.width, " images of '", data.name(), "'");
+  const int64_t top = (side - in.height) / 2, left = (side - in.width) / 2;
+  const Normalisation normalisation = data.normalisation();
+  normalisation.validate(c, "pad_images: data set '" + data.name() + "'");
+  const std::vector<float> black = normalisation.black();
+  Tensor images = Tensor::empty({n, side, side, c}, DType::f32);
+  std::vector<int32_t> labels(n);
+  float* dst = images.data<float>();
+  // Items are read one at a time, so that any Dataset can be padded; an exception must not
+  // leave a thread of the parallel region, so each is kept and the first thrown after it.
+  std::vector<std::exception_ptr> errors(n);
   parallel_for(n, 16, [&](int64_t i0, int64_t i1) {
+    std::vector<float> image(in.numel());
     for (int64_t i = i0; i < i1; ++i) {
-      float* image = dst + i * side * side * c;
-      std::fill(image, image + side * side * c, pad);
-      for (int64_t y = 0; y < height; ++y)
-        std::copy_n(src + ((i * height + y) * width) * c, width * c,
-                    image + ((top + y) * side + left) * c);
+      try {
+        labels[i] = data.item(i, image.data());
+      } catch (...) {
+        errors[i] = std::current_exception();
+        continue;
+      }
+      float* out = dst + i * side * side * c;
+      for (int64_t k = 0; k < side * side; ++k) std::copy_n(black.data(), c, out + k * c);
+      for (int64_t y = 0; y < in.height; ++y)
+        std::copy_n(image.data() + y * in.width * c, in.width * c,
+                    out + ((top + y) * side + left) * c);
     }
   });
-  return out;
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+  return TensorDataset(std::move(images), std::move(labels), data.num_classes(), normalisation,
+                       data.name());
 }
 
 }  // namespace vg::data

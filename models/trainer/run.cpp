@@ -6,6 +6,7 @@
 #include "engine/optim/sgd.h"
 #include "models/recipes/learnable_scaler.h"
 #include "models/restore.h"
+#include "models/run_data.h"
 
 namespace vg {
 namespace {
@@ -24,20 +25,25 @@ LossFn make_loss(const TrainOptions& o) {
   return cross_entropy_loss(o.label_smoothing);
 }
 
-void prepare_data(Run& run) {
-  run.train_set = load_dataset(run.options, "train");
-  run.test_set = load_dataset(run.options, "test");
+void prepare_data(Run& run, const RunSource& from) {
+  check(!from.train_set == !from.test_set,
+        "build_run: give both a training and a test set, or neither");
+  std::shared_ptr<const data::Dataset> train = from.train_set, test = from.test_set;
+  if (!train) {
+    // A resumed run normalises as it did at its start, whatever the options would compute.
+    const std::optional<data::Normalisation> saved =
+        from.resume ? checkpoint_normalisation(*from.resume, from.path) : std::nullopt;
+    train = load_dataset(run.options, "train", saved);
+    test = load_dataset(run.options, "test", train->normalisation());
+  }
+  check_same_images(*train, *test);
   const ViTConfig& m = run.options.model;
-  const Shape& s = run.train_set.images.shape();
-  check(s[1] == m.img_size && s[2] == m.img_size && s[3] == m.in_chans &&
-            run.train_set.num_classes <= m.num_classes,
-        "the data (", run.train_set.name, ", images ", s[1], "x", s[2], "x", s[3], ", ",
-        run.train_set.num_classes, " classes) does not fit the model (img_size ", m.img_size,
-        ", in_chans ", m.in_chans, ", num_classes ", m.num_classes, ")");
-  run.loader = std::make_unique<data::Loader>(
-      run.train_set, run.options.batch, true, run.options.augment,
-      data::derive_seed(run.options.seed, 1), run.options.crop,
-      run.options.augment_policy(m.num_classes));
+  run.train_set = fit_data_to_model(train, m);
+  run.test_set = fit_data_to_model(test, m);
+  run.loader =
+      std::make_unique<data::Loader>(*run.train_set, run.options.batch, true, run.options.augment,
+                                     data::derive_seed(run.options.seed, 1), run.options.crop,
+                                     run.options.augment_policy(m.num_classes));
   const int64_t batches = run.loader->batches_per_epoch();
   run.steps_per_epoch = std::max<int64_t>(1, (batches + run.options.accum - 1) / run.options.accum);
 }
@@ -60,7 +66,7 @@ std::unique_ptr<Run> build_run(const TrainOptions& options, int64_t total_steps,
   if (from.init) run->options.model = checkpoint_config(*from.init, from.path);
   run->model = std::make_unique<ViT>(run->options.model, options.seed);
   if (from.init) restore_checkpoint(*from.init, from.path, {.model = run->model.get()});
-  prepare_data(*run);
+  prepare_data(*run, from);
   run->total_steps =
       total_steps > 0 ? total_steps
                       : (options.steps > 0 ? options.steps : options.epochs * run->steps_per_epoch);
@@ -118,7 +124,12 @@ Checkpoint snapshot(const Run& run) {
   const data::LoaderState ls = run.loader->state();
   c.rng = {{"dropout", rng_to_json(run.model->dropout_rng().state())},
            {"augment", rng_to_json(ls.augment_rng)}};
-  c.data = {{"epoch", ls.epoch}, {"cursor", ls.cursor}, {"seed", std::to_string(ls.seed)}};
+  const data::Normalisation norm = run.train_set->normalisation();
+  c.data = {{"epoch", ls.epoch},
+            {"cursor", ls.cursor},
+            {"seed", std::to_string(ls.seed)},
+            {"mean", norm.mean},
+            {"std", norm.std}};
   c.step = run.step;
   c.extra = {{"train", run.options.to_json()},
              {"total_steps", run.total_steps},

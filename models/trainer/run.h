@@ -24,8 +24,8 @@ struct Run {
   std::unique_ptr<optim::Optimizer> optimizer;
   std::optional<RunSchedule> schedule;
   LossFn loss;
-  data::Dataset train_set, test_set;
-  std::unique_ptr<data::Loader> loader;
+  std::shared_ptr<const data::Dataset> train_set, test_set;  // padded to the model's img_size
+  std::unique_ptr<data::Loader> loader;                      // reads *train_set
   std::unique_ptr<ModelEma> ema;
   int64_t step = 0, total_steps = 0, steps_per_epoch = 1;
   double best_accuracy = -1;
@@ -43,12 +43,16 @@ struct RunSource {
   const Checkpoint* init = nullptr;    // weights (and model config) to start from
   const Checkpoint* resume = nullptr;  // the whole state to continue from
   std::string path;                    // the checkpoint's file, for messages
+  // A program's own data (any data::Dataset) to train and evaluate on, instead of the data
+  // the options name; both or neither. A checkpoint of such a run resumes with them again.
+  std::shared_ptr<const data::Dataset> train_set = nullptr, test_set = nullptr;
 };
 
 // Builds the run `options` describe: the model (seeded, then given `from.init`'s weights),
-// the data and loader, the optimiser, the schedule, the loss and the EMA; with
-// `from.resume`, every part is then restored from it (all or nothing). total_steps 0: the
-// options' --steps, or --epochs whole epochs.
+// the data (from.train_set and test_set, or loaded as the options say, normalised as
+// `from.resume` records) and loader, the optimiser, the schedule, the loss and the EMA;
+// with `from.resume`, every part is then restored from it (all or nothing). total_steps 0:
+// the options' --steps, or --epochs whole epochs.
 std::unique_ptr<Run> build_run(const TrainOptions& options, int64_t total_steps,
                                const RunSource& from = {});
 

@@ -14,18 +14,14 @@ using namespace vg::data;
 namespace {
 
 // n grey 6x5 images made from bytes, as Fashion-MNIST is, labels i % 4.
-Dataset grey_dataset(int64_t n = 10) {
+TensorDataset grey_dataset(int64_t n = 10) {
   Rng rng(4);
   std::vector<uint8_t> pixels(n * 6 * 5);
   for (uint8_t& p : pixels) p = static_cast<uint8_t>(rng.below(256));
-  Dataset d;
-  d.mean = 0.2860;
-  d.std = 0.3530;
-  d.images = normalise_pixels(pixels, {n, 6, 5, 1}, d.mean, d.std);
-  for (int64_t i = 0; i < n; ++i) d.labels.push_back(static_cast<int32_t>(i % 4));
-  d.num_classes = 4;
-  d.name = "grey";
-  return d;
+  const Normalisation norm{{0.2860}, {0.3530}};
+  std::vector<int32_t> labels;
+  for (int64_t i = 0; i < n; ++i) labels.push_back(static_cast<int32_t>(i % 4));
+  return TensorDataset(normalise_pixels(pixels, {n, 6, 5, 1}, norm), labels, 4, norm, "grey");
 }
 
 AugmentPolicy everything() {
@@ -46,7 +42,7 @@ bool same_bits(const Tensor& a, const Tensor& b) {
 }  // namespace
 
 TEST_CASE("a loader with every augmentation resumed from its state gives the same batches") {
-  const Dataset data = grey_dataset(10);
+  const TensorDataset data = grey_dataset(10);
   Loader run(data, 4, true, true, 9, true, everything());
   for (int i = 0; i < 4; ++i) run.next();  // into the second epoch
   const LoaderState saved = run.state();
@@ -67,7 +63,7 @@ TEST_CASE("a loader with every augmentation resumed from its state gives the sam
 }
 
 TEST_CASE("a loader's mixup is mix_images of the plain batch with the loader's next draws") {
-  const Dataset data = grey_dataset(8);
+  const TensorDataset data = grey_dataset(8);
   AugmentPolicy policy;
   policy.mixup.mixup_alpha = 0.4;
   policy.mixup.label_smoothing = 0.1;
@@ -95,7 +91,7 @@ TEST_CASE("a loader's mixup is mix_images of the plain batch with the loader's n
 }
 
 TEST_CASE("RandAugment that applies nothing leaves the normalised pixels' bits as they were") {
-  const Dataset data = grey_dataset(6);
+  const TensorDataset data = grey_dataset(6);
   AugmentPolicy policy;
   policy.rand_augment = parse_rand_augment("rand-m9-p0");
   Loader plain(data, 3, false, false, 1);
@@ -111,8 +107,9 @@ TEST_CASE("RandAugment that applies nothing leaves the normalised pixels' bits a
 }
 
 TEST_CASE("a policy the data cannot take is one clear error") {
-  Dataset rgb = grey_dataset(4);
-  rgb.images = Tensor::empty({4, 2, 5, 3}, DType::f32);
+  const TensorDataset grey = grey_dataset(4);
+  const TensorDataset rgb(Tensor::empty({4, 2, 5, 3}, DType::f32), grey.labels(), 4,
+                          Normalisation::identity(3), "grey");
   AugmentPolicy policy;
   policy.rand_augment = RandAugmentConfig{};
   CHECK_THROWS_WITH_AS(Loader(rgb, 2, false, false, 0, true, policy),
@@ -121,6 +118,6 @@ TEST_CASE("a policy the data cannot take is one clear error") {
                        Error);
   AugmentPolicy mix;
   mix.mixup.cutmix_alpha = 1;
-  CHECK_THROWS_WITH_AS(Loader(grey_dataset(4), 2, false, false, 0, true, mix),
+  CHECK_THROWS_WITH_AS(Loader(grey, 2, false, false, 0, true, mix),
                        doctest::Contains("num_classes must be positive"), Error);
 }

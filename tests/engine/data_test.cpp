@@ -13,74 +13,16 @@
 #include "engine/core/rng.h"
 #include "engine/data/dataset.h"
 #include "engine/data/idx.h"
+#include "engine/data/idx_dataset.h"
+#include "engine/data/synthetic.h"
+#include "tests/engine/idx_helpers.h"
 
 using namespace vg;
 using namespace vg::data;
+using namespace vg::testing;
 namespace fs = std::filesystem;
 
 namespace {
-
-// A fresh directory under the system temp dir, removed with everything in it at the end.
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& name) {
-    path = fs::temp_directory_path() / ("vg_data_test_" + std::to_string(::getpid()) + "_" + name);
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string operator/(const std::string& file) const { return (path / file).string(); }
-};
-
-std::vector<uint8_t> idx_bytes(uint32_t magic, const std::vector<uint32_t>& sizes,
-                               const std::vector<uint8_t>& data) {
-  std::vector<uint8_t> out;
-  auto word = [&](uint32_t v) {
-    for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<uint8_t>(v >> shift));
-  };
-  word(magic);
-  for (uint32_t s : sizes) word(s);
-  out.insert(out.end(), data.begin(), data.end());
-  return out;
-}
-
-// Writes bytes as they are, or gzipped when the path ends in .gz.
-void write_file(const std::string& path, const std::vector<uint8_t>& bytes) {
-  if (path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0) {
-    gzFile f = gzopen(path.c_str(), "wb");
-    REQUIRE(f != nullptr);
-    REQUIRE(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())) ==
-            static_cast<int>(bytes.size()));
-    REQUIRE(gzclose(f) == Z_OK);
-  } else {
-    std::ofstream out(path, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-  }
-}
-
-std::vector<uint8_t> read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-std::vector<uint8_t> pattern(size_t n, int mul = 7) {
-  std::vector<uint8_t> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>(i * mul % 256);
-  return v;
-}
-
-void write_images(const std::string& path, uint32_t count, uint32_t rows, uint32_t cols,
-                  int mul = 7) {
-  write_file(path, idx_bytes(kIdxImagesMagic, {count, rows, cols},
-                             pattern(size_t{count} * rows * cols, mul)));
-}
-
-void write_labels(const std::string& path, const std::vector<uint8_t>& labels) {
-  write_file(path, idx_bytes(kIdxLabelsMagic, {static_cast<uint32_t>(labels.size())}, labels));
-}
 
 // The message of the vg::Error that f throws ("" if it throws none).
 template <class F>
@@ -149,7 +91,7 @@ TEST_CASE("an IDX file with the wrong magic names the magic it found") {
                 dir / ("images" + suffix),
                 "bad magic 0x00000803, expected 0x00000801 (not an IDX label file)");
     check_error([&] { read_idx_images(dir / ("labels" + suffix)); }, dir / ("labels" + suffix),
-                "bad magic 0x00000801, expected 0x00000803 (not an IDX image file)");
+                "bad magic 0x00000801, expected 0x00000803 or 0x00000804 (not an IDX image file)");
   }
   // A text file is not an IDX file either.
   write_file(dir / "text", {'h', 'e', 'l', 'l', 'o', ' ', 'w', 'o', 'r', 'l', 'd', '!'});
@@ -233,19 +175,19 @@ TEST_CASE("Fashion-MNIST loads from a directory of gzipped or plain IDX files") 
     INFO("gzip ", gzip);
     TempDir dir(gzip ? "fm_gz" : "fm_plain");
     write_small_fashion_mnist(dir, gzip);
-    const Dataset train = load_fashion_mnist(dir.path.string(), "train");
-    CHECK(train.name == "fashion-mnist/train");
-    CHECK(train.images.shape() == Shape{3, 28, 28, 1});
-    CHECK(train.labels == std::vector<int32_t>{9, 0, 4});
-    CHECK(train.num_classes == 10);
+    const TensorDataset train = load_fashion_mnist(dir.path.string(), "train");
+    CHECK(train.name() == "fashion-mnist/train");
+    CHECK(train.images().shape() == Shape{3, 28, 28, 1});
+    CHECK(train.labels() == std::vector<int32_t>{9, 0, 4});
+    CHECK(train.num_classes() == 10);
     const std::vector<uint8_t> raw = pattern(3 * 28 * 28);
-    const float* px = train.images.data<float>();
+    const float* px = train.images().data<float>();
     for (size_t i : {size_t{0}, size_t{1}, size_t{100}, size_t{2351}})
       CHECK(px[i] == static_cast<float>((raw[i] / 255.0 - 0.2860) / 0.3530));
-    CHECK(train.pad_value() == doctest::Approx(-0.2860 / 0.3530));
-    const Dataset test = load_fashion_mnist(dir.path.string(), "test");
-    CHECK(test.images.shape() == Shape{2, 28, 28, 1});
-    CHECK(test.labels == std::vector<int32_t>{1, 2});
+    CHECK(train.normalisation().black() == std::vector<float>{float(-0.2860 / 0.3530)});
+    const TensorDataset test = load_fashion_mnist(dir.path.string(), "test");
+    CHECK(test.images().shape() == Shape{2, 28, 28, 1});
+    CHECK(test.labels() == std::vector<int32_t>{1, 2});
   }
 }
 
@@ -253,7 +195,7 @@ TEST_CASE("a plain IDX file is preferred to its gzipped twin") {
   TempDir dir("prefer");
   write_small_fashion_mnist(dir, true);
   write_labels(dir / "train-labels-idx1-ubyte", {5, 6, 7});
-  CHECK(load_fashion_mnist(dir.path.string(), "train").labels == std::vector<int32_t>{5, 6, 7});
+  CHECK(load_fashion_mnist(dir.path.string(), "train").labels() == std::vector<int32_t>{5, 6, 7});
 }
 
 TEST_CASE("malformed Fashion-MNIST directories give one line naming the file") {
@@ -294,7 +236,7 @@ TEST_CASE("malformed Fashion-MNIST directories give one line naming the file") {
   SUBCASE("wrong image size") {
     write_images(images, 3, 32, 32);
     check_error([&] { load_fashion_mnist(d, "train"); }, images,
-                "images are 32x32, expected 28x28");
+                "images are 32x32x1, expected 28x28x1");
   }
   SUBCASE("truncated images") {
     std::vector<uint8_t> bytes = idx_bytes(kIdxImagesMagic, {3, 28, 28}, pattern(3 * 784));
@@ -305,23 +247,24 @@ TEST_CASE("malformed Fashion-MNIST directories give one line naming the file") {
 }
 
 TEST_CASE("synthetic data is deterministic per seed, balanced and split-specific") {
-  const Dataset a = make_synthetic("train", 200, 7);
-  const Dataset b = make_synthetic("train", 200, 7);
-  CHECK(a.name == "synthetic/train");
-  CHECK(a.images.shape() == Shape{200, 28, 28, 1});
-  CHECK(a.num_classes == 10);
-  CHECK(a.images.to_vector() == b.images.to_vector());
-  CHECK(a.labels == b.labels);
-  CHECK(make_synthetic("train", 200, 8).images.to_vector() != a.images.to_vector());
-  CHECK(make_synthetic("test", 200, 7).images.to_vector() != a.images.to_vector());
+  const TensorDataset a = make_synthetic("train", 200, 7);
+  const TensorDataset b = make_synthetic("train", 200, 7);
+  CHECK(a.name() == "synthetic/train");
+  CHECK(a.images().shape() == Shape{200, 28, 28, 1});
+  CHECK(a.num_classes() == 10);
+  CHECK(a.images().to_vector() == b.images().to_vector());
+  CHECK(a.labels() == b.labels());
+  CHECK(make_synthetic("train", 200, 8).images().to_vector() != a.images().to_vector());
+  CHECK(make_synthetic("test", 200, 7).images().to_vector() != a.images().to_vector());
 
   // Image i depends only on (split, seed, i), not on how many images were made.
-  const std::vector<double> prefix = make_synthetic("train", 20, 7).images.to_vector();
-  const std::vector<double> all = a.images.to_vector();
+  const std::vector<double> prefix = make_synthetic("train", 20, 7).images().to_vector();
+  const std::vector<double> all = a.images().to_vector();
   CHECK(std::equal(prefix.begin(), prefix.end(), all.begin()));
 
   std::map<int32_t, int> per_class;
-  for (int32_t l : make_synthetic("test", 503, 1).labels) ++per_class[l];
+  const TensorDataset balanced = make_synthetic("test", 503, 1);
+  for (int32_t l : balanced.labels()) ++per_class[l];
   REQUIRE(per_class.size() == 10);
   for (const auto& [label, n] : per_class) {
     INFO("class ", label);
@@ -336,10 +279,10 @@ TEST_CASE("synthetic data is deterministic per seed, balanced and split-specific
 }
 
 TEST_CASE("synthetic classes are easy: nearest-neighbour accuracy is far above chance") {
-  const Dataset train = make_synthetic("train", 600, 0);
-  const Dataset test = make_synthetic("test", 100, 0);
-  const float* tr = train.images.data<float>();
-  const float* te = test.images.data<float>();
+  const TensorDataset train = make_synthetic("train", 600, 0);
+  const TensorDataset test = make_synthetic("test", 100, 0);
+  const float* tr = train.images().data<float>();
+  const float* te = test.images().data<float>();
   int correct = 0;
   for (int64_t i = 0; i < test.size(); ++i) {
     double best = 1e300;
@@ -350,9 +293,9 @@ TEST_CASE("synthetic classes are easy: nearest-neighbour accuracy is far above c
         const double diff = te[i * 784 + k] - tr[j * 784 + k];
         d += diff * diff;
       }
-      if (d < best) best = d, label = train.labels[j];
+      if (d < best) best = d, label = train.labels()[j];
     }
-    correct += label == test.labels[i];
+    correct += label == test.labels()[i];
   }
   INFO("1-NN accuracy on synthetic: ", correct, "/100 (chance: 10)");
   CHECK(correct >= 60);
@@ -387,7 +330,8 @@ TEST_CASE("random corruptions of IDX files give a vg::Error or a clean read, nev
     INFO("trial ", trial);
     try {
       const IdxImages images = read_idx_images(path);
-      CHECK(static_cast<int64_t>(images.pixels.size()) == images.count * images.rows * images.cols);
+      CHECK(static_cast<int64_t>(images.pixels.size()) ==
+            images.count * images.rows * images.cols * images.channels);
     } catch (const Error& e) {
       ++errors;
       CHECK(std::string(e.what()).find(path) != std::string::npos);

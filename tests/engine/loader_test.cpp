@@ -16,21 +16,17 @@ using namespace vg::data;
 namespace {
 
 // n distinct random images of 5x6 with 2 channels (non-square, multi-channel: a mix-up of
-// rows, columns or channels shows), labels i % 3.
-Dataset small_dataset(int64_t n = 23) {
+// rows, columns or channels shows), labels i % 3. Each channel has its own normalisation,
+// so black is -0.5 on channel 0 and -2 on channel 1.
+TensorDataset small_dataset(int64_t n = 23) {
   Rng rng(11);
-  Dataset d;
-  d.images = randn({n, 5, 6, 2}, rng);
-  for (int64_t i = 0; i < n; ++i) d.labels.push_back(static_cast<int32_t>(i % 3));
-  d.num_classes = 3;
-  d.name = "small";
-  d.mean = 0.25;
-  d.std = 0.5;
-  return d;
+  std::vector<int32_t> labels;
+  for (int64_t i = 0; i < n; ++i) labels.push_back(static_cast<int32_t>(i % 3));
+  return TensorDataset(randn({n, 5, 6, 2}, rng), labels, 3, {{0.25, 0.5}, {0.5, 0.25}}, "small");
 }
 
-const float* image(const Dataset& d, int64_t i) {
-  return d.images.data<float>() + i * d.images.numel() / d.size();
+const float* image(const TensorDataset& d, int64_t i) {
+  return d.images().data<float>() + i * 60;
 }
 
 bool same_bits(const Tensor& a, const Tensor& b) {
@@ -49,7 +45,7 @@ std::vector<int64_t> one_epoch(Loader& loader) {
 }
 
 // The augmentation that turns src into out, if any does.
-bool find_augment(const float* src, const float* out, float pad, Augment& found) {
+bool find_augment(const float* src, const float* out, const float* pad, Augment& found) {
   std::vector<float> candidate(5 * 6 * 2);
   for (int flip = 0; flip < 2; ++flip)
     for (int dy = -2; dy <= 2; ++dy)
@@ -67,7 +63,7 @@ bool find_augment(const float* src, const float* out, float pad, Augment& found)
 }  // namespace
 
 TEST_CASE("a loader gives every sample once per epoch and keeps the last partial batch") {
-  const Dataset data = small_dataset(23);
+  const TensorDataset data = small_dataset(23);
   Loader loader(data, 5, true, false, 3);
   CHECK(loader.batches_per_epoch() == 5);
   for (int64_t epoch = 0; epoch < 2; ++epoch) {
@@ -84,7 +80,7 @@ TEST_CASE("a loader gives every sample once per epoch and keeps the last partial
       for (int64_t i = 0; i < n; ++i) {
         CHECK(std::memcmp(batch.images.data<float>() + i * 60, image(data, batch.indices[i]),
                           60 * sizeof(float)) == 0);
-        CHECK(batch.labels[i] == data.labels[batch.indices[i]]);
+        CHECK(batch.labels[i] == data.labels()[batch.indices[i]]);
       }
       seen.insert(seen.end(), batch.indices.begin(), batch.indices.end());
     }
@@ -98,7 +94,7 @@ TEST_CASE("a loader gives every sample once per epoch and keeps the last partial
 }
 
 TEST_CASE("each epoch has its own permutation, and the same seed gives the same order") {
-  const Dataset data = small_dataset(23);
+  const TensorDataset data = small_dataset(23);
   Loader a(data, 4, true, false, 9), b(data, 4, true, false, 9), c(data, 4, true, false, 10);
   const std::vector<int64_t> a0 = one_epoch(a), a1 = one_epoch(a);
   CHECK(a0 != a1);
@@ -114,41 +110,44 @@ TEST_CASE("each epoch has its own permutation, and the same seed gives the same 
 }
 
 TEST_CASE("flip is a mirror, and twice is the identity") {
-  const Dataset data = small_dataset(1);
+  const TensorDataset data = small_dataset(1);
   const float* src = image(data, 0);
   std::vector<float> once(60), twice(60);
-  apply_augment(src, once.data(), 5, 6, 2, {0, 0, true}, data.pad_value());
+  const std::vector<float> pad = data.normalisation().black();
+  apply_augment(src, once.data(), 5, 6, 2, {0, 0, true}, pad.data());
   for (int y = 0; y < 5; ++y)
     for (int x = 0; x < 6; ++x)
       for (int c = 0; c < 2; ++c)
         CHECK(once[(y * 6 + x) * 2 + c] == src[(y * 6 + (5 - x)) * 2 + c]);
-  apply_augment(once.data(), twice.data(), 5, 6, 2, {0, 0, true}, data.pad_value());
+  apply_augment(once.data(), twice.data(), 5, 6, 2, {0, 0, true}, pad.data());
   CHECK(std::memcmp(twice.data(), src, 60 * sizeof(float)) == 0);
 }
 
 TEST_CASE("a crop shifts the content and pads with the normalised black pixel") {
-  const Dataset data = small_dataset(1);
-  const float pad = data.pad_value();
-  CHECK(pad == -0.5f);  // (0 - 0.25) / 0.5: zero in the original pixel space
+  const TensorDataset data = small_dataset(1);
+  const std::vector<float> pad = data.normalisation().black();
+  // (0 - 0.25) / 0.5 and (0 - 0.5) / 0.25: zero in the original pixel space, per channel
+  CHECK(pad == std::vector<float>{-0.5f, -2.0f});
   const float* src = image(data, 0);
   for (const bool flip : {false, true})
     for (int dy = -2; dy <= 2; ++dy)
       for (int dx = -2; dx <= 2; ++dx) {
         INFO("dy ", dy, " dx ", dx, " flip ", flip);
         std::vector<float> out(60);
-        apply_augment(src, out.data(), 5, 6, 2, {dy, dx, flip}, pad);
+        apply_augment(src, out.data(), 5, 6, 2, {dy, dx, flip}, pad.data());
         for (int y = 0; y < 5; ++y)
           for (int x = 0; x < 6; ++x)
             for (int c = 0; c < 2; ++c) {
               const int sy = y + dy, sx = (flip ? 5 - x : x) + dx;
               const bool inside = sy >= 0 && sy < 5 && sx >= 0 && sx < 6;
-              REQUIRE(out[(y * 6 + x) * 2 + c] == (inside ? src[(sy * 6 + sx) * 2 + c] : pad));
+              REQUIRE(out[(y * 6 + x) * 2 + c] == (inside ? src[(sy * 6 + sx) * 2 + c] : pad[c]));
             }
       }
 }
 
 TEST_CASE("augmentation changes images, keeps their shape, and only shifts by 2 and flips") {
-  const Dataset data = small_dataset(23);
+  const TensorDataset data = small_dataset(23);
+  const std::vector<float> pad = data.normalisation().black();
   Loader loader(data, 8, true, true, 5);
   int changed = 0, flipped = 0, total = 0;
   std::set<std::pair<int, int>> shifts;
@@ -159,9 +158,9 @@ TEST_CASE("augmentation changes images, keeps their shape, and only shifts by 2 
       const float* out = batch.images.data<float>() + i * 60;
       const float* src = image(data, batch.indices[i]);
       Augment a;
-      REQUIRE_MESSAGE(find_augment(src, out, data.pad_value(), a), "sample ", batch.indices[i],
+      REQUIRE_MESSAGE(find_augment(src, out, pad.data(), a), "sample ", batch.indices[i],
                       " is not a shifted (<= 2) or flipped copy");
-      CHECK(batch.labels[i] == data.labels[batch.indices[i]]);
+      CHECK(batch.labels[i] == data.labels()[batch.indices[i]]);
       changed += std::memcmp(out, src, 60 * sizeof(float)) != 0;
       flipped += a.flip;
       shifts.insert({a.dy, a.dx});
@@ -176,7 +175,8 @@ TEST_CASE("augmentation changes images, keeps their shape, and only shifts by 2 
 }
 
 TEST_CASE("with crop off, augmentation only flips: every image is itself or its mirror") {
-  const Dataset data = small_dataset(23);
+  const TensorDataset data = small_dataset(23);
+  const std::vector<float> pad = data.normalisation().black();
   Loader loader(data, 8, true, true, 5, /*crop=*/false);
   int flipped = 0, total = 0;
   for (int64_t b = 0; b < 3 * loader.batches_per_epoch(); ++b) {
@@ -184,7 +184,7 @@ TEST_CASE("with crop off, augmentation only flips: every image is itself or its 
     for (size_t i = 0; i < batch.indices.size(); ++i) {
       Augment a;
       REQUIRE(find_augment(image(data, batch.indices[i]), batch.images.data<float>() + i * 60,
-                           data.pad_value(), a));
+                           pad.data(), a));
       CHECK(a.dy == 0);
       CHECK(a.dx == 0);
       flipped += a.flip;
@@ -197,7 +197,7 @@ TEST_CASE("with crop off, augmentation only flips: every image is itself or its 
 }
 
 TEST_CASE("a resumed loader gives the same batches bit for bit, across epoch boundaries") {
-  const Dataset data = small_dataset(23);  // 5 batches of 5 per epoch, the last one of 3
+  const TensorDataset data = small_dataset(23);  // 5 batches of 5 per epoch, the last one of 3
   for (const int64_t before : {0, 3, 5, 7}) {
     INFO(before, " batches before saving");
     Loader original(data, 5, true, true, 42);
@@ -223,7 +223,7 @@ TEST_CASE("a resumed loader gives the same batches bit for bit, across epoch bou
 }
 
 TEST_CASE("set_state rejects a position that cannot belong to the data set") {
-  const Dataset data = small_dataset(23);
+  const TensorDataset data = small_dataset(23);
   Loader loader(data, 5, true, true, 1);
   LoaderState bad = loader.state();
   bad.cursor = 23;
@@ -242,19 +242,14 @@ TEST_CASE("set_state rejects a position that cannot belong to the data set") {
 }
 
 TEST_CASE("a loader rejects an empty data set and a non-positive batch size") {
-  Dataset data = small_dataset(4);
+  const TensorDataset data = small_dataset(4);
   CHECK_THROWS_WITH_AS(Loader(data, 0, true, false, 0), doctest::Contains("batch_size 0"), Error);
-  data.labels.pop_back();
-  CHECK_THROWS_WITH_AS(Loader(data, 2, true, false, 0),
-                       doctest::Contains("has 4 images but 3 labels"), Error);
-  Dataset empty = small_dataset(4);
-  empty.images = zeros({0, 5, 6, 2});
-  empty.labels.clear();
+  const TensorDataset empty(zeros({0, 5, 6, 2}), {}, 3, Normalisation::identity(2), "empty");
   CHECK_THROWS_WITH_AS(Loader(empty, 2, true, false, 0), doctest::Contains("is empty"), Error);
 }
 
 TEST_CASE("batches do not depend on the thread count") {
-  const Dataset data = small_dataset(23);
+  const TensorDataset data = small_dataset(23);
   const int threads = num_threads();
   set_num_threads(1);
   Loader one(data, 23, true, true, 8);
@@ -268,7 +263,7 @@ TEST_CASE("batches do not depend on the thread count") {
 }
 
 TEST_CASE("InOrder walks a data set once, in order, without augmentation") {
-  const Dataset data = small_dataset(23);
+  const TensorDataset data = small_dataset(23);
   InOrder batches(data, 10);
   CHECK(batches.size() == 3);
   int64_t next = 0, count = 0;

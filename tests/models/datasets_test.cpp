@@ -7,9 +7,9 @@
 #include <map>
 
 #include "engine/core/error.h"
-#include "engine/data/dataset.h"
 #include "engine/data/idx.h"
-#include "models/training.h"
+#include "engine/data/idx_dataset.h"
+#include "models/run_data.h"
 
 using namespace vg;
 using namespace vg::data;
@@ -44,20 +44,20 @@ TEST_CASE("the installed Fashion-MNIST has 60000/10000 images of 28x28 and its k
   CHECK(per_class.begin()->first == 0);
   CHECK(per_class.rbegin()->first == 9);
 
-  const Dataset test = load_fashion_mnist(dir, "test");
-  CHECK(test.images.shape() == Shape{10000, 28, 28, 1});
+  const TensorDataset test = load_fashion_mnist(dir, "test");
+  CHECK(test.images().shape() == Shape{10000, 28, 28, 1});
   CHECK(test.size() == 10000);
-  CHECK(*std::min_element(test.labels.begin(), test.labels.end()) == 0);
-  CHECK(*std::max_element(test.labels.begin(), test.labels.end()) == 9);
+  CHECK(*std::min_element(test.labels().begin(), test.labels().end()) == 0);
+  CHECK(*std::max_element(test.labels().begin(), test.labels().end()) == 9);
 }
 
 TEST_CASE("a run's data: the synthetic set, or Fashion-MNIST from --data-dir") {
   TrainOptions o;
   o.data = "synthetic";
   o.synthetic_test = 30;
-  const Dataset test = load_dataset(o, "test");
-  CHECK(test.name == "synthetic/test");
-  CHECK(test.size() == 30);
+  const std::shared_ptr<const Dataset> test = load_dataset(o, "test");
+  CHECK(test->name() == "synthetic/test");
+  CHECK(test->size() == 30);
   o.data = "fashion-mnist";
   o.data_dir = (fs::temp_directory_path() / "vg_no_such_fashion_mnist").string();
   CHECK_THROWS_WITH_AS(load_dataset(o, "test"), doctest::Contains(o.data_dir.c_str()), Error);

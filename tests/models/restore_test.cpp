@@ -39,7 +39,7 @@ struct LiveRun {
   ViT model;
   optim::AdamW optimizer;
   std::optional<RunSchedule> schedule;
-  data::Dataset data;
+  data::TensorDataset data;
   data::Loader loader;
 
   explicit LiveRun(uint64_t seed)

@@ -11,7 +11,7 @@
 using namespace vg;
 
 TEST_CASE("flip averaging is the cross-entropy of the mean of an image's and its mirror's logits") {
-  data::Dataset d = data::make_synthetic("test", 20, 3);
+  const data::TensorDataset d = data::make_synthetic("test", 20, 3);
   ViT model(preset("fmnist-tiny"), 1);
   const EvalResult plain = evaluate(model, d, 8);
   const EvalResult tta = evaluate(model, d, 8, nullptr, true);
@@ -22,7 +22,7 @@ TEST_CASE("flip averaging is the cross-entropy of the mean of an image's and its
   Tensor mirrored = Tensor::empty(all.images.shape(), DType::f32);
   for (int64_t i = 0; i < 20; ++i)
     data::apply_augment(all.images.data<float>() + i * 784, mirrored.data<float>() + i * 784, 28,
-                        28, 1, data::Augment{0, 0, true}, 0.0f);
+                        28, 1, data::Augment{0, 0, true}, d.normalisation().black().data());
   const Tensor mean_logits = mul(add(model.forward(all.images), model.forward(mirrored)), 0.5);
   CHECK(tta.loss == doctest::Approx(cross_entropy(mean_logits, all.labels).item()).epsilon(1e-6));
   CHECK(tta.count == 20);
@@ -30,8 +30,9 @@ TEST_CASE("flip averaging is the cross-entropy of the mean of an image's and its
 }
 
 TEST_CASE("flip averaging changes nothing for mirror-symmetric images") {
-  data::Dataset d = data::make_synthetic("test", 10, 5);
-  float* x = d.images.data<float>();
+  const data::TensorDataset d = data::make_synthetic("test", 10, 5);
+  Tensor images = d.images();  // a handle on the same pixels
+  float* x = images.data<float>();
   for (int64_t i = 0; i < 10; ++i)  // make every row a palindrome
     for (int64_t y = 0; y < 28; ++y)
       for (int64_t c = 0; c < 14; ++c) x[(i * 28 + y) * 28 + 27 - c] = x[(i * 28 + y) * 28 + c];

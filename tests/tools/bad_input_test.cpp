@@ -231,7 +231,7 @@ TEST_CASE("every bad checkpoint, config, data file and flag is one line and exit
       {"idx: label out of range", eval_on(label11),
        "label 11 at index 0 is out of range for 10 classes"},
       {"idx: counts differ", eval_on(count), "19 labels, but"},
-      {"idx: images of another size", eval_on(side), "images are 32x32, expected 28x28"},
+      {"idx: images of another size", eval_on(side), "images are 32x32x1, expected 28x28x1"},
       {"idx: absurd count", eval_on(huge),
        "header declares 4000000000 images, more than the limit"},
       {"idx: trailing bytes", eval_on(longer), "more data than the header declares"},

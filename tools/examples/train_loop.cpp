@@ -10,8 +10,8 @@
 
 #include "engine/autograd/autograd.h"
 #include "engine/core/parallel.h"
-#include "engine/data/dataset.h"
 #include "engine/data/loader.h"
+#include "engine/data/synthetic.h"
 #include "engine/ops/ops.h"
 #include "engine/optim/adamw.h"
 #include "engine/optim/schedule.h"
@@ -30,8 +30,8 @@ int main() {
   vg::ViT model(config, /*seed=*/0);
 
   // Data: 28x28 images of ten shape classes, generated from a seed (no download).
-  vg::data::Dataset train = vg::data::make_synthetic("train", 1024, /*seed=*/0);
-  vg::data::Dataset test = vg::data::make_synthetic("test", 256, /*seed=*/0);
+  const vg::data::TensorDataset train = vg::data::make_synthetic("train", 1024, /*seed=*/0);
+  const vg::data::TensorDataset test = vg::data::make_synthetic("test", 256, /*seed=*/0);
   vg::data::Loader loader(train, /*batch_size=*/64, /*shuffle=*/true, /*augment=*/false,
                           /*seed=*/0);
 
