@@ -98,6 +98,8 @@ std::optional<data::Normalisation> checkpoint_normalisation(const Checkpoint& c,
         mean ? "mean" : "std", "' is there)");
   if (!mean) return std::nullopt;
   data::Normalisation n{read_numbers(c.data, "mean", source), read_numbers(c.data, "std", source)};
+  check(n.mean.size() == n.std.size(), source, ": data entries 'mean' (", n.mean.size(),
+        " values) and 'std' (", n.std.size(), ") differ in length");
   n.validate(static_cast<int64_t>(n.mean.size()), source + ": data entries 'mean' and 'std'");
   return n;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/core/error.h"
+#include "engine/data/idx.h"
 #include "engine/data/idx_dataset.h"
 #include "engine/data/pad_images.h"
 #include "engine/data/synthetic.h"
@@ -64,10 +65,27 @@ std::shared_ptr<const data::Dataset> fit_data_to_model(std::shared_ptr<const dat
   return data;
 }
 
+namespace {
+
+void check_same(const std::string& train, const data::ImageShape& train_shape,
+                const std::string& test, const data::ImageShape& test_shape) {
+  check(train_shape == test_shape, "the test images (", test, ": ", data::to_string(test_shape),
+        ") differ in shape from the training images (", train, ": ", data::to_string(train_shape),
+        ")");
+}
+
+}  // namespace
+
 void check_same_images(const data::Dataset& train, const data::Dataset& test) {
-  check(train.image_shape() == test.image_shape(), "the test images (", test.name(), ": ",
-        data::to_string(test.image_shape()), ") differ in shape from the training images (",
-        train.name(), ": ", data::to_string(train.image_shape()), ")");
+  check_same(train.name(), train.image_shape(), test.name(), test.image_shape());
+}
+
+void check_test_images(const TrainOptions& o, const data::Dataset& train) {
+  if (o.data != "idx") return;  // the other data sets have one shape
+  const std::string images = data::find_idx_split(o.data_dir, "test").images;
+  const data::IdxImages header = data::read_idx_images_header(images);
+  check_same(train.name(), train.image_shape(), images,
+             {header.rows, header.cols, header.channels});
 }
 
 }  // namespace vg

@@ -41,5 +41,8 @@ std::shared_ptr<const data::Dataset> fit_data_to_model(std::shared_ptr<const dat
 
 // Throws unless the two splits' images have the same shape; the message names both.
 void check_same_images(const data::Dataset& train, const data::Dataset& test);
+// The same for the test split that `options` name, from its header alone: the test images
+// are normalised as the training images are, which needs their channels to agree.
+void check_test_images(const TrainOptions& options, const data::Dataset& train);
 
 }  // namespace vg

@@ -34,6 +34,7 @@ void prepare_data(Run& run, const RunSource& from) {
     const std::optional<data::Normalisation> saved =
         from.resume ? checkpoint_normalisation(*from.resume, from.path) : std::nullopt;
     train = load_dataset(run.options, "train", saved);
+    check_test_images(run.options, *train);
     test = load_dataset(run.options, "test", train->normalisation());
   }
   check_same_images(*train, *test);

@@ -42,7 +42,7 @@ struct Run {
 struct RunSource {
   const Checkpoint* init = nullptr;    // weights (and model config) to start from
   const Checkpoint* resume = nullptr;  // the whole state to continue from
-  std::string path;                    // the checkpoint's file, for messages
+  std::string path{};                  // the checkpoint's file, for messages
   // A program's own data (any data::Dataset) to train and evaluate on, instead of the data
   // the options name; both or neither. A checkpoint of such a run resumes with them again.
   std::shared_ptr<const data::Dataset> train_set = nullptr, test_set = nullptr;

@@ -70,7 +70,12 @@ struct LiveRun {
     const data::LoaderState ls = loader.state();
     c.rng = {{"dropout", rng_to_json(model.dropout_rng().state())},
              {"augment", rng_to_json(ls.augment_rng)}};
-    c.data = {{"epoch", ls.epoch}, {"cursor", ls.cursor}, {"seed", std::to_string(ls.seed)}};
+    const data::Normalisation n = data.normalisation();
+    c.data = {{"epoch", ls.epoch},
+              {"cursor", ls.cursor},
+              {"seed", std::to_string(ls.seed)},
+              {"mean", n.mean},
+              {"std", n.std}};
     c.step = 1;
     return c;
   }
@@ -272,6 +277,19 @@ TEST_CASE("every malformed checkpoint names the file and the entry and changes n
        "data entry 'seed' must be a decimal uint64 in a string, got 12"},
       {"unknown loader entry", edit([](json& j) { j["data"]["shuffle"] = true; }),
        "unexpected data entry 'shuffle'"},
+      {"std without mean", edit([](json& j) { j["data"].erase("mean"); }),
+       "data entry 'mean' is missing (entry 'std' is there)"},
+      {"mean not a list", edit([](json& j) { j["data"]["mean"] = 0.286; }),
+       "data entry 'mean' must be a non-empty list of numbers, got 0.286"},
+      {"a std of zero", edit([](json& j) { j["data"]["std"] = {0.0}; }),
+       "the normalisation of channel 0 (mean 0.286, std 0)"},
+      {"mean and std of other lengths", edit([](json& j) {
+         j["data"]["mean"] = {0.2, 0.3};
+       }),
+       "data entries 'mean' (2 values) and 'std' (1) differ in length"},
+      {"another normalisation than the data's", edit([](json& j) { j["data"]["mean"] = {0.5}; }),
+       "the data was normalised with mean [0.5] std [0.353], the loader's data set "
+       "'synthetic/train' with mean [0.286] std [0.353]"},
   };
 
   const std::string before = target.fingerprint();
@@ -305,7 +323,9 @@ TEST_CASE("a weights-only checkpoint restores a model and nothing else") {
   CHECK(weights.optimizer.is_null());
   CHECK(weights.scheduler.is_null());
   CHECK(weights.rng.empty());
-  CHECK(weights.data.empty());
+  // Of the data section only the normalisation stays: evaluation needs it.
+  CHECK(weights.data == json{{"mean", {0.286}}, {"std", {0.353}}});
+  CHECK(checkpoint_normalisation(weights, "w.json") == a.data.normalisation());
   CHECK(weights.config == full.config);
   ViT fresh(small_config(), 7);
   restore_checkpoint(weights, "w.json", {.model = &fresh});
