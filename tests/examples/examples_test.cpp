@@ -66,3 +66,18 @@ TEST_CASE("example_train_loop: the loss falls and the test accuracy is well abov
   CHECK(last < 0.8 * first);
   CHECK(accuracy > 20.0);
 }
+
+TEST_CASE("example_own_dataset: the Trainer learns a data set the program draws itself") {
+  const Run r = run_example("own_dataset");
+  INFO(r.out);
+  CHECK(r.exit_code == 0);
+  CHECK(has_line(r.out, "^step 100  loss [0-9.]+$"));  // the observer saw every step
+  std::smatch m;
+  REQUIRE(std::regex_search(r.out, m,
+                            std::regex("loss ([0-9.]+) -> ([0-9.]+) \\(means of the first and "
+                                       "last 5 steps\\): decreased; test accuracy ([0-9.]+)% "
+                                       "over 200 images")));
+  const double first = std::stod(m[1]), last = std::stod(m[2]), accuracy = std::stod(m[3]);
+  CHECK(last < 0.5 * first);
+  CHECK(accuracy > 60.0);  // chance: 25%
+}
