@@ -102,6 +102,11 @@ TEST_CASE("a program's own data sets train a run, which records their normalisat
   CHECK(run->step == 3);
   const Checkpoint c = snapshot(*run);
   CHECK(checkpoint_normalisation(c, "c") == data::Normalisation::identity(3));
+  // A checkpoint from before the record has none: its data had Fashion-MNIST's.
+  Checkpoint old = c;
+  old.data.erase("mean");
+  old.data.erase("std");
+  CHECK_FALSE(checkpoint_normalisation(old, "old").has_value());
   CHECK_THROWS_WITH_AS(build_run(o, 0, {.train_set = train}),
                        doctest::Contains("give both a training and a test set, or neither"), Error);
   CHECK_THROWS_WITH_AS(
