@@ -43,12 +43,14 @@ ViTConfig fit_model_to_data(ViTConfig model, const data::DataShape& data, bool k
   model.num_classes = data.num_classes;
   if (keep_img_size) return model;
   const int64_t side = std::max(data.image.height, data.image.width);
+  model.img_size = side;
+  // With a stem the patches cut its output, which ViTConfig::validate checks.
+  if (!model.stem.empty()) return model;
   const int64_t p = std::max<int64_t>(model.patch_size, 1);
   check(side % p == 0, "img_size ", side, " is not divisible by patch_size ", p,
         " (img_size is the ", "side of the data's ", data.image.height, "x", data.image.width,
         " images; an img_size of ", (side / p + 1) * p,
         " pads them with black, or choose another patch_size)");
-  model.img_size = side;
   return model;
 }
 

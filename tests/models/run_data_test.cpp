@@ -64,6 +64,14 @@ TEST_CASE("the model takes its channels, classes and image side from the data") 
                                          "is the side of the data's 12x10 images; an img_size of "
                                          "15 pads them"),
                        Error);
+  // With a convolutional stem the patches cut the stem's output (9x9 images: 5x5), not the
+  // images: patch 5 fits though it does not divide 9.
+  ViTConfig stem = patch5;
+  stem.stem = {8};
+  const ViTConfig with_stem = fit_model_to_data(stem, {10, {9, 9, 1}, 2}, false);
+  CHECK(with_stem.img_size == 9);
+  CHECK(with_stem.feature_size() == 5);
+  CHECK_NOTHROW(with_stem.validate());
 }
 
 TEST_CASE("data smaller than the model or not square is padded; data that cannot fit is an error") {
