@@ -10,7 +10,8 @@
 // transformer attends over local features rather than raw pixels. Xiao et al. report faster,
 // more stable training that is less sensitive to the optimiser's settings, and higher
 // accuracy at the same cost; Hassani et al. show it is what lets a small transformer match
-// CNNs on small data sets.
+// CNNs on small data sets. On Fashion-MNIST in 16 epochs it gained only a few tenths of a
+// point over the plain patch embedding (docs/experiments.md).
 //
 // Each stage halves the side, rounding up (28 -> 14 -> 7 -> 4); the patch embedding then cuts
 // the last feature map, so that patch 1 makes every position of it a token.
