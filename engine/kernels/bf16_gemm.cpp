@@ -16,6 +16,8 @@ namespace {
 // the pairs of B for one panel (256 x 64 words, 64 KB) stay in L2 while the rows sweep it.
 constexpr int64_t kChunkPairs = 256;
 constexpr int64_t kMaxPanelCols = 64, kLanes = 16;
+// Rows of C per block when A is packed block by block: the AVX512-BF16 kernel's own block.
+constexpr int64_t kBlockRows = 48;
 
 int64_t round_up(int64_t x, int64_t to) {
   return (x + to - 1) / to * to;
@@ -108,6 +110,60 @@ void pack_b(bool tb, int64_t k, int64_t n, const float* b, int64_t ldb, int64_t 
   }
 }
 
+// AVX512-BF16 with A not transposed (a linear forward, dX = dY W): A is packed one block of
+// rows at a time, by the thread that makes those rows of C, just before it uses them. Packed
+// all at once, A's words would be written out past the caches and fetched back; this way they
+// are read from L1/L2. Each element of C is the same chain as before, so the bits are too.
+void rows_packing_a(const detail::Bf16Operands& packed_b, int64_t m, int64_t n, int64_t k,
+                    const float* a, int64_t lda, float alpha, float beta, const float* start,
+                    float* c, int64_t ldc) {
+  const int64_t pairs = packed_b.pairs, blocks = (m + kBlockRows - 1) / kBlockRows;
+  const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 18) / (kBlockRows * n * k));
+  parallel_for(blocks, grain, [&](int64_t q0, int64_t q1) {
+    thread_local std::vector<uint32_t> block;  // grown once per shape, then reused
+    if (block.size() < size_t(kBlockRows * pairs)) block.resize(kBlockRows * pairs);
+    detail::Bf16Operands ops = packed_b;
+    ops.a = block.data(), ops.a_row = pairs, ops.a_pair = 1;
+    for (int64_t q = q0; q < q1; ++q) {
+      const int64_t i0 = q * kBlockRows, rows = std::min(kBlockRows, m - i0);
+      for (int64_t i = 0; i < rows; ++i)
+        detail::bf16_pairs_of_row(a + (i0 + i) * lda, k, block.data() + i * pairs);
+      for (int64_t p = 0; p < pairs; p += kChunkPairs)
+        detail::bf16_rows_avx512(ops, 0, rows, n, p, std::min(pairs, p + kChunkPairs), alpha,
+                                 p == 0 ? beta : 1.0f, p == 0 ? start : nullptr, c + i0 * ldc,
+                                 ldc);
+    }
+  });
+}
+
+// AVX512-BF16 with A transposed (a weight gradient dW = dY^T X: k, the batch's tokens, is the
+// long side): A and B are packed one chunk of k at a time and that chunk is added to all of
+// C at once, so the packed chunk stays in cache instead of the whole of both operands making
+// a round trip through memory. The chunks are kChunkPairs long and added in order, as before.
+void chunks_packing_both(bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                         int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+                         int64_t ldc, const float* start, int64_t panel_cols) {
+  const int64_t panels = (n + panel_cols - 1) / panel_cols, row_tiles = (m + 5) / 6;
+  thread_local std::vector<uint32_t> a_words, b_words;  // grown once per shape, then reused
+  if (a_words.size() < size_t(kChunkPairs * m)) a_words.resize(kChunkPairs * m);
+  if (b_words.size() < size_t(panels * kChunkPairs * panel_cols))
+    b_words.resize(panels * kChunkPairs * panel_cols);
+  for (int64_t l0 = 0; l0 < k; l0 += 2 * kChunkPairs) {
+    const int64_t terms = std::min(2 * kChunkPairs, k - l0);
+    detail::Bf16Operands ops;
+    ops.pairs = (terms + 1) / 2, ops.panel_cols = panel_cols;
+    interleave_rows(terms, m, a + l0 * lda, lda, a_words.data(), m);
+    pack_b(tb, terms, n, tb ? b + l0 : b + l0 * ldb, ldb, panel_cols, ops.pairs, b_words.data());
+    ops.a = a_words.data(), ops.a_row = 1, ops.a_pair = m, ops.b = b_words.data();
+    const bool first = l0 == 0;
+    const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 18) / (6 * n * terms));
+    parallel_for(row_tiles, grain, [&](int64_t t0, int64_t t1) {
+      detail::bf16_rows_avx512(ops, t0 * 6, std::min(m, t1 * 6), n, 0, ops.pairs, alpha,
+                               first ? beta : 1.0f, first ? start : nullptr, c, ldc);
+    });
+  }
+}
+
 }  // namespace
 
 void gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
@@ -130,30 +186,29 @@ void gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, c
     return;
   }
   const Layout layout = layout_for(amx_layout, ta, m, n, k);
+  if (!amx_layout && ta)
+    return chunks_packing_both(tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, start,
+                               layout.panel_cols);
   // Grown once per shape, then reused; a worker thread reads the caller's.
   thread_local std::vector<uint32_t> a_words, b_words;
   const int64_t panels = (n + layout.panel_cols - 1) / layout.panel_cols;
-  if (a_words.size() < size_t(layout.a_rows * layout.pairs))
-    a_words.resize(layout.a_rows * layout.pairs);
   if (b_words.size() < size_t(panels * layout.pairs * layout.panel_cols))
     b_words.resize(panels * layout.pairs * layout.panel_cols);
   detail::Bf16Operands ops;
   ops.pairs = layout.pairs;
   ops.panel_cols = layout.panel_cols;
-  if (!layout.a_rows_contiguous) {
-    interleave_rows(k, m, a, lda, a_words.data(), m);
-    ops.a_row = 1, ops.a_pair = m;
-  } else {
-    if (ta)
-      pack_transposed_a_by_rows(m, k, a, lda, a_words.data(), layout.pairs);
-    else
-      pack_rows_of_a(m, k, a, lda, a_words.data(), layout.pairs);
-    std::fill(a_words.data() + m * layout.pairs, a_words.data() + layout.a_rows * layout.pairs, 0u);
-    ops.a_row = layout.pairs, ops.a_pair = 1;
-  }
   pack_b(tb, k, n, b, ldb, layout.panel_cols, layout.pairs, b_words.data());
-  ops.a = a_words.data();
   ops.b = b_words.data();
+  if (!amx_layout) return rows_packing_a(ops, m, n, k, a, lda, alpha, beta, start, c, ldc);
+  if (a_words.size() < size_t(layout.a_rows * layout.pairs))
+    a_words.resize(layout.a_rows * layout.pairs);
+  if (ta)
+    pack_transposed_a_by_rows(m, k, a, lda, a_words.data(), layout.pairs);
+  else
+    pack_rows_of_a(m, k, a, lda, a_words.data(), layout.pairs);
+  std::fill(a_words.data() + m * layout.pairs, a_words.data() + layout.a_rows * layout.pairs, 0u);
+  ops.a_row = layout.pairs, ops.a_pair = 1;
+  ops.a = a_words.data();
 
   const auto rows = tiles == Bf16Tiles::amx         ? detail::bf16_rows_amx
                     : tiles == Bf16Tiles::amx_model ? detail::bf16_rows_amx_model
