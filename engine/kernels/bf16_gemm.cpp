@@ -39,6 +39,15 @@ Layout layout_for(bool amx, bool ta, int64_t m, int64_t n, int64_t k) {
   return {pairs, std::min(kMaxPanelCols, round_up(n, kLanes)), m, !ta, 6};
 }
 
+// The pairs of `rows` rows of k floats, ld apart, into out, (k + 1) / 2 words a row. Rows
+// that lie end to end with an even k are one long row: one call instead of one per row, which
+// is most of the cost when k is small (an attention head's 16 terms).
+void pairs_of_rows(int64_t rows, int64_t k, const float* x, int64_t ld, uint32_t* out) {
+  const int64_t pairs = (k + 1) / 2;
+  if (ld == k && k % 2 == 0) return detail::bf16_pairs_of_row(x, rows * k, out);
+  for (int64_t i = 0; i < rows; ++i) detail::bf16_pairs_of_row(x + i * ld, k, out + i * pairs);
+}
+
 // Row i of op(A) as pairs into out[i * stride ..], zeros up to the stride: op(A) not
 // transposed, rows lda apart.
 void pack_rows_of_a(int64_t m, int64_t k, const float* a, int64_t lda, uint32_t* out,
@@ -94,13 +103,13 @@ void pack_b(bool tb, int64_t k, int64_t n, const float* b, int64_t ldb, int64_t 
     if (!tb) {
       interleave_rows(k, cols, b + j0, ldb, panel, width);
     } else {  // column j of op(B) is row j of B: its pairs are contiguous there
-      parallel_for(cols, 4, [&](int64_t c0, int64_t c1) {
-        thread_local std::vector<uint32_t> row_pairs;
-        row_pairs.resize(pairs);
-        for (int64_t j = c0; j < c1; ++j) {
-          detail::bf16_pairs_of_row(b + (j0 + j) * ldb, k, row_pairs.data());
-          for (int64_t p = 0; p < pairs; ++p) panel[p * width + j] = row_pairs[p];
-        }
+      thread_local std::vector<uint32_t> row_pairs;  // the caller's, shared by the workers
+      if (row_pairs.size() < size_t(cols * pairs)) row_pairs.resize(cols * pairs);
+      uint32_t* rows = row_pairs.data();
+      parallel_for(cols, std::max<int64_t>(4, 4096 / pairs), [&](int64_t c0, int64_t c1) {
+        pairs_of_rows(c1 - c0, k, b + (j0 + c0) * ldb, ldb, rows + c0 * pairs);
+        for (int64_t p = 0; p < pairs; ++p)
+          for (int64_t j = c0; j < c1; ++j) panel[p * width + j] = rows[j * pairs + p];
       });
     }
     if (cols < width)
@@ -126,8 +135,7 @@ void rows_packing_a(const detail::Bf16Operands& packed_b, int64_t m, int64_t n, 
     ops.a = block.data(), ops.a_row = pairs, ops.a_pair = 1;
     for (int64_t q = q0; q < q1; ++q) {
       const int64_t i0 = q * kBlockRows, rows = std::min(kBlockRows, m - i0);
-      for (int64_t i = 0; i < rows; ++i)
-        detail::bf16_pairs_of_row(a + (i0 + i) * lda, k, block.data() + i * pairs);
+      pairs_of_rows(rows, k, a + i0 * lda, lda, block.data());
       for (int64_t p = 0; p < pairs; p += kChunkPairs)
         detail::bf16_rows_avx512(ops, 0, rows, n, p, std::min(pairs, p + kChunkPairs), alpha,
                                  p == 0 ? beta : 1.0f, p == 0 ? start : nullptr, c + i0 * ldc,
