@@ -58,6 +58,7 @@ struct Case {
   float alpha, beta;
   bool with_start;
   Bf16Tiles tiles = Bf16Tiles::best;
+  bool tight = false;  // rows of A and B end to end (lda, ldb as small as they can be)
 };
 
 // The tile loops this CPU can run: AVX512-BF16, the plain model of the AMX tiles (on their
@@ -80,8 +81,10 @@ void check_case(const Case& s) {
   CAPTURE(s.beta);
   CAPTURE(s.with_start);
   CAPTURE(int(s.tiles));
+  CAPTURE(s.tight);
   Rng rng(uint64_t(s.m * 131 + s.n * 7 + s.k));
-  const int64_t lda = (s.ta ? s.m : s.k) + 3, ldb = (s.tb ? s.k : s.n) + 5, ldc = s.n + 2;
+  const int64_t lda = (s.ta ? s.m : s.k) + (s.tight ? 0 : 3);
+  const int64_t ldb = (s.tb ? s.k : s.n) + (s.tight ? 0 : 5), ldc = s.n + 2;
   const auto a = random_floats((s.ta ? s.k : s.m) * lda, rng);
   const auto b = random_floats((s.tb ? s.n : s.k) * ldb, rng);
   const auto c0 = random_floats(s.m * ldc, rng), start = random_floats(s.n, rng);
@@ -156,6 +159,12 @@ TEST_CASE(
     check_case({false, true, 64, 769, 768, 1.0f, 0.0f, true, tiles});
     check_case({true, false, 192, 64, 3200, 1.0f, 1.0f, false, tiles});  // a weight gradient
     check_case({false, false, 5, 7, 0, 1.0f, 0.5f, false, tiles});       // k = 0: only beta
+    // Rows end to end: packed as one long row when k is even (and row by row when it is odd).
+    for (bool tb : {false, true}) {
+      check_case({false, tb, 100, 50, 16, 0.25f, 0.0f, false, tiles, true});
+      check_case({false, tb, 130, 70, 64, 1.0f, 0.5f, true, tiles, true});
+      check_case({false, tb, 97, 40, 33, 1.0f, 0.0f, false, tiles, true});
+    }
   }
 }
 
