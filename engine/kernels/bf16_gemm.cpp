@@ -40,11 +40,12 @@ Layout layout_for(bool amx, bool ta, int64_t m, int64_t n, int64_t k) {
 }
 
 // The pairs of `rows` rows of k floats, ld apart, into out, (k + 1) / 2 words a row. Rows
-// that lie end to end with an even k are one long row: one call instead of one per row, which
-// is most of the cost when k is small (an attention head's 16 terms).
+// that lie end to end with an even k are one long row, and short rows (an attention head's 16
+// terms) one loop: per-row calls are most of the cost when k is small.
 void pairs_of_rows(int64_t rows, int64_t k, const float* x, int64_t ld, uint32_t* out) {
   const int64_t pairs = (k + 1) / 2;
   if (ld == k && k % 2 == 0) return detail::bf16_pairs_of_row(x, rows * k, out);
+  if (k <= 32) return detail::bf16_pairs_of_short_rows(x, ld, rows, k, out);
   for (int64_t i = 0; i < rows; ++i) detail::bf16_pairs_of_row(x + i * ld, k, out + i * pairs);
 }
 

@@ -154,6 +154,25 @@ __attribute__((target("avx512f,avx512bw"))) void bf16_pairs_of_row(const float* 
   }
 }
 
+__attribute__((target("avx512f,avx512bw"))) void bf16_pairs_of_short_rows(const float* x,
+                                                                          int64_t ld, int64_t rows,
+                                                                          int64_t k, uint32_t* out) {
+  // bf16_pairs_of_row's one step, its masks and shuffle set once for all the rows.
+  alignas(64) static constexpr int16_t kUpperHalves[32] = {
+      1,  3,  5,  7,  9,  11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31,
+      33, 35, 37, 39, 41, 43, 45, 47, 49, 51, 53, 55, 57, 59, 61, 63};
+  const __m512i upper = _mm512_load_si512(kUpperHalves);
+  const int64_t pairs = (k + 1) / 2;
+  const __mmask16 lo_mask = k >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << k) - 1);
+  const __mmask16 hi_mask = k > 16 ? __mmask16((1u << (k - 16)) - 1) : __mmask16(0);
+  const __mmask16 out_mask = __mmask16((1u << pairs) - 1);
+  for (int64_t i = 0; i < rows; ++i) {
+    const __m512i lo = round_to_bf16(_mm512_maskz_loadu_ps(lo_mask, x + i * ld));
+    const __m512i hi = round_to_bf16(_mm512_maskz_loadu_ps(hi_mask, x + i * ld + 16));
+    _mm512_mask_storeu_epi32(out + i * pairs, out_mask, _mm512_permutex2var_epi16(lo, upper, hi));
+  }
+}
+
 __attribute__((target("avx512f"))) void bf16_pairs_of_rows(const float* first, const float* second,
                                                            int64_t count, uint32_t* out) {
   const __m512i high_half = _mm512_set1_epi32(int(0xFFFF0000u));

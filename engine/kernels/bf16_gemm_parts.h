@@ -24,6 +24,8 @@ struct Bf16Operands {
 // bf16_pair(x[2p], x[2p + 1]) into out[p] for the pairs of a row of k floats (the last pair's
 // second term zero when k is odd), with AVX-512 where the CPU has it.
 void bf16_pairs_of_row(const float* x, int64_t k, uint32_t* out);
+// The same for `rows` rows of k <= 32 floats, ld apart, into out[i * ceil(k / 2) ..].
+void bf16_pairs_of_short_rows(const float* x, int64_t ld, int64_t rows, int64_t k, uint32_t* out);
 // bf16_pair(first[i], second[i]) into out[i] for i < count; second null: zeros.
 void bf16_pairs_of_rows(const float* first, const float* second, int64_t count, uint32_t* out);
 
