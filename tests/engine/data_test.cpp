@@ -15,6 +15,7 @@
 #include "engine/data/idx.h"
 #include "engine/data/idx_dataset.h"
 #include "engine/data/synthetic.h"
+#include "tests/engine/error_helpers.h"
 #include "tests/engine/idx_helpers.h"
 
 using namespace vg;
@@ -23,28 +24,6 @@ using namespace vg::testing;
 namespace fs = std::filesystem;
 
 namespace {
-
-// The message of the vg::Error that f throws ("" if it throws none).
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-// Checks that f throws a one-line vg::Error that names `file` and contains `what`.
-template <class F>
-void check_error(F&& f, const std::string& file, const std::string& what) {
-  const std::string message = error_of(f);
-  INFO("message: ", message);
-  CHECK(!message.empty());
-  CHECK(message.find(file) != std::string::npos);
-  CHECK(message.find(what) != std::string::npos);
-  CHECK(message.find('\n') == std::string::npos);
-}
 
 // A small Fashion-MNIST-shaped directory: 3 training and 2 test images of 28x28.
 void write_small_fashion_mnist(const TempDir& dir, bool gzip) {

@@ -6,6 +6,7 @@
 
 #include "engine/core/error.h"
 #include "engine/data/idx.h"
+#include "tests/engine/error_helpers.h"
 #include "tests/engine/idx_helpers.h"
 
 using namespace vg;
@@ -23,26 +24,6 @@ void write_colour_folder(const TempDir& dir, const std::string& gz = "") {
   write_file(dir / ("t10k-images-idx3-ubyte" + gz),
              idx_bytes(kIdxColourImagesMagic, {5, 12, 10, 3}, pattern(5 * 360, 11)));
   write_labels(dir / ("t10k-labels-idx1-ubyte" + gz), {2, 0, 1, 1, 0});
-}
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-// f throws one vg::Error line holding every one of `parts`.
-template <class F>
-void check_error(F&& f, const std::vector<std::string>& parts) {
-  const std::string message = error_of(f);
-  INFO("message: ", message);
-  CHECK(!message.empty());
-  CHECK(message.find('\n') == std::string::npos);
-  for (const std::string& part : parts) CHECK(message.find(part) != std::string::npos);
 }
 
 }  // namespace
