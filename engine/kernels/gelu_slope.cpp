@@ -25,6 +25,27 @@ void gelu_with_slope(const T* h, T* a, T* slope, int64_t n, bool tanh_form) {
 }
 
 template <class T>
+void gelu_with_grad(const T* h, T* a, T* d, int64_t n, bool tanh_form) {
+  parallel_for(n, 1 << 14, [&](int64_t i0, int64_t i1) {
+    using namespace gelu_math;
+    if (!tanh_form) {
+      for (int64_t i = i0; i < i1; ++i) {
+        const T x = h[i], cdf = Phi(x);
+        a[i] = x * cdf;
+        const T slope = cdf + x * phi(x);
+        d[i] = d[i] * slope;
+      }
+    } else {
+      for (int64_t i = i0; i < i1; ++i) {
+        a[i] = tanh_value(h[i]);
+        const T slope = tanh_derivative(h[i]);
+        d[i] = d[i] * slope;
+      }
+    }
+  });
+}
+
+template <class T>
 void multiply_by_slope(T* d, const T* slope, int64_t n) {
   parallel_for(n, 1 << 15, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) d[i] = d[i] * slope[i];
@@ -33,6 +54,8 @@ void multiply_by_slope(T* d, const T* slope, int64_t n) {
 
 template void gelu_with_slope(const float*, float*, float*, int64_t, bool);
 template void gelu_with_slope(const double*, double*, double*, int64_t, bool);
+template void gelu_with_grad(const float*, float*, float*, int64_t, bool);
+template void gelu_with_grad(const double*, double*, double*, int64_t, bool);
 template void multiply_by_slope(float*, const float*, int64_t);
 template void multiply_by_slope(double*, const double*, int64_t);
 

@@ -12,6 +12,11 @@ namespace vg::kernels {
 template <class T>
 void gelu_with_slope(const T* h, T* a, T* slope, int64_t n, bool tanh_form);
 
+// a[i] = gelu(h[i]) and d[i] *= gelu'(h[i]) in one pass: gelu_with_slope then
+// multiply_by_slope, with their bits, without a slope array written and read back.
+template <class T>
+void gelu_with_grad(const T* h, T* a, T* d, int64_t n, bool tanh_form);
+
 // d[i] *= slope[i]: the chain rule through GELU, in place.
 template <class T>
 void multiply_by_slope(T* d, const T* slope, int64_t n);

@@ -48,6 +48,12 @@ struct InputMap {
   std::function<std::vector<Tensor>(const Tensor& x, const MapState& state, const Tensor& da,
                                     const std::vector<bool>& need)>
       grads;
+  // Optional, for a map whose gradient pass can make its values too: a = f(x) into `a` and
+  // {dx, one per param} from da, in one pass (GELU: one erf per element and no slope array).
+  // Backward then makes da before the map's values.
+  std::function<std::vector<Tensor>(const Tensor& x, const Tensor& da,
+                                    const std::vector<bool>& need, Tensor& a)>
+      values_and_grads;
 };
 
 // Row o of w (out, in) times s_o, into a new tensor: s * W, and s * G for dW.
@@ -114,26 +120,40 @@ Tensor fused_linear(const char* op, const char* input, const Tensor& x, const In
   return record(op, out, inputs, [=](const Tensor& g) {
     const Tensor g2 = g.reshape({rows, out_features});
     std::vector<Tensor> grads(inputs.size());
+    const std::vector<bool> need_map(need.begin(), need.begin() + n_map);
+    const bool need_col = need[ib] || (need[is] && bs.defined());
+    const Tensor col = need_col ? sum(g2, {0}) : Tensor();
+    if (need[ib]) grads[ib] = scaled ? col * ss : col;
+    auto input_grad = [&] {  // da = dy (s * W)
+      return matmul(g2, scaled ? scaled_weight(ws, ss) : ws).reshape(xs.shape());
+    };
+    auto weight_grads = [&](const Tensor& a) {  // from G = dy^T a
+      Tensor G = matmul(g2, a.reshape({rows, in_features}), true, false);
+      if (need[is]) grads[is] = scale_grad(ws, G, bs, col);
+      if (need[iw]) grads[iw] = scaled ? scaled_weight(G, ss) : G;
+    };
+    const bool need_weight = need[iw] || need[is];
+    if (has_map && m.values_and_grads && need_weight && need_input) {
+      Tensor a;  // the map's values, made by the pass that makes its gradient
+      const std::vector<Tensor> dmap = m.values_and_grads(xs, input_grad(), need_map, a);
+      weight_grads(a);
+      for (size_t i = 0; i < n_map; ++i) grads[i] = dmap[i];
+      return grads;
+    }
     MapState state;
     state.for_backward = true;
     bool made = false;  // the map's values (and state) made in this backward
-    const bool need_col = need[ib] || (need[is] && bs.defined());
-    const Tensor col = need_col ? sum(g2, {0}) : Tensor();
-    if (need[iw] || need[is]) {
+    if (need_weight) {
       const Tensor a = has_map ? m.values(xs, state) : xs;
       made = has_map;
-      Tensor G = matmul(g2, a.reshape({rows, in_features}), true, false);  // dy^T a
-      if (need[is]) grads[is] = scale_grad(ws, G, bs, col);
-      if (need[iw]) grads[iw] = scaled ? scaled_weight(G, ss) : G;
+      weight_grads(a);
     }  // the recomputed a is freed before da is made
-    if (need[ib]) grads[ib] = scaled ? col * ss : col;
     if (need_input) {
-      const Tensor da = matmul(g2, scaled ? scaled_weight(ws, ss) : ws).reshape(xs.shape());
+      const Tensor da = input_grad();
       if (!has_map) {
         grads[0] = da;
       } else {
         if (!made) m.values(xs, state);
-        const std::vector<bool> need_map(need.begin(), need.begin() + n_map);
         std::vector<Tensor> dmap = m.grads(xs, state, da, need_map);
         for (size_t i = 0; i < n_map; ++i) grads[i] = dmap[i];
       }
@@ -174,6 +194,19 @@ InputMap gelu_map(GeluApprox approx) {
       kernels::multiply_by_slope(dh.data<T>(), slope.data<T>(), dh.numel());
     });
     return std::vector<Tensor>{dh};
+  };
+  m.values_and_grads = [approx](const Tensor& h, const Tensor& da, const std::vector<bool>& need,
+                                Tensor& a) {
+    a = Tensor::empty(h.shape(), h.dtype());
+    Tensor dh = da;  // dh = da * gelu'(h), in da's memory
+    dispatch(h.dtype(), [&](auto z) {
+      using T = decltype(z);
+      kernels::gelu_with_grad(h.data<T>(), a.data<T>(), dh.data<T>(), h.numel(),
+                              approx != GeluApprox::none);
+    });
+    add_flops(double(h.numel()) *
+              (approx == GeluApprox::none ? gelu_math::kErfFlops : gelu_math::kTanhFlops));
+    return std::vector<Tensor>{need[0] ? dh : Tensor()};
   };
   return m;
 }

@@ -37,3 +37,20 @@ TEST_CASE("multiply_by_slope multiplies a gradient by the slope in place") {
   kernels::multiply_by_slope(d.data(), slope.data(), 3);
   CHECK(d == std::vector<double>{0.5, -0.5, 0});
 }
+
+TEST_CASE("gelu_with_grad has the bits of gelu_with_slope then multiply_by_slope, both forms") {
+  const int64_t n = 40000;  // more than one thread's share
+  Rng rng(2);
+  std::vector<float> h(n), d(n);
+  for (float& v : h) v = float(3 * rng.normal());
+  for (float& v : d) v = float(rng.normal());
+  for (bool tanh_form : {false, true}) {
+    INFO("tanh form: ", tanh_form);
+    std::vector<float> a_apart(n), slope(n), d_apart = d, a_fused(n), d_fused = d;
+    kernels::gelu_with_slope(h.data(), a_apart.data(), slope.data(), n, tanh_form);
+    kernels::multiply_by_slope(d_apart.data(), slope.data(), n);
+    kernels::gelu_with_grad(h.data(), a_fused.data(), d_fused.data(), n, tanh_form);
+    CHECK(a_fused == a_apart);
+    CHECK(d_fused == d_apart);
+  }
+}
