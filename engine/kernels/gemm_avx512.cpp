@@ -267,6 +267,21 @@ bool gemm_avx512(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
   if (ta) {
     if (tb || start || m < kMinRowsTransposed || n < kMinCols || k < kMinKTransposed || !enabled())
       return false;
+    if (beta == 0.0f && ldb > kTileCols && lda < ldb && n >= kMinRowsTransposed &&
+        m >= kMinCols) {
+      // B would be packed, chunk by chunk, and A is narrow enough to be read in place: C^T =
+      // B^T A packs nothing. Each element is the same fma chain (the products commute), so C
+      // gets the same bits; e.g. fc2's weight gradient, (64 x 6400) times (6400 x 256).
+      thread_local std::vector<float> c_transposed;  // grown once per shape, then reused
+      if (c_transposed.size() < size_t(n * m)) c_transposed.resize(n * m);
+      gemm_transposed_a(n, m, k, alpha, b, ldb, a, lda, 0.0f, c_transposed.data(), m);
+      const float* ct = c_transposed.data();
+      parallel_for(m, std::max<int64_t>(1, 16384 / n), [&](int64_t i0, int64_t i1) {
+        for (int64_t i = i0; i < i1; ++i)
+          for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = ct[j * m + i];
+      });
+      return true;
+    }
     gemm_transposed_a(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return true;
   }

@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "engine/core/parallel.h"
@@ -105,6 +107,42 @@ TEST_CASE("gemm: many rows and a short k, at every edge of the kernel's tiles") 
   check_products<float>(16, 16, 256, 1e-5);
   check_products<float>(15, 16, 256, 1e-5);  // too few rows: OpenBLAS
   check_products<float>(31, 70, 700, 1e-5);
+}
+
+// The kernel's promise for A transposed (a weight gradient): each element of C is an fma
+// chain over each chunk of 256 terms of k, the chunks added in order, whichever of A and B it
+// packs (it computes C^T = B^T A when B is the wider). This plain loop makes the same chains,
+// so the bits must match exactly; (64, 256) is fc2's weight gradient in a dim-64 ViT.
+TEST_CASE("gemm: a weight gradient dY^T X has the bits of one fma chain per 256 terms of k") {
+  const char* choice = std::getenv("VITGRAD_GEMM");
+  if (!__builtin_cpu_supports("avx512f") || (choice && std::string(choice) == "blas")) return;
+  struct Shape3 {
+    int64_t m, n, k;
+  };
+  for (const Shape3 s : {Shape3{64, 256, 700}, Shape3{70, 64, 600}, Shape3{17, 130, 256}}) {
+    CAPTURE(s.m);
+    CAPTURE(s.n);
+    CAPTURE(s.k);
+    Rng rng(11);
+    const auto a = random_vector<float>(s.k * s.m, rng), b = random_vector<float>(s.k * s.n, rng);
+    std::vector<float> want(s.m * s.n);
+    for (int64_t i = 0; i < s.m; ++i)
+      for (int64_t j = 0; j < s.n; ++j) {
+        float c = 0;
+        for (int64_t p0 = 0; p0 < s.k; p0 += 256) {
+          float chain = 0;
+          for (int64_t p = p0; p < std::min(s.k, p0 + 256); ++p)
+            chain = std::fma(a[p * s.m + i], b[p * s.n + j], chain);
+          c = p0 == 0 ? chain : chain + c;
+        }
+        want[i * s.n + j] = c;
+      }
+    std::vector<float> got(s.m * s.n);
+    gemm(true, false, s.m, s.n, s.k, 1.0f, a.data(), s.m, b.data(), s.n, 0.0f, got.data(), s.n);
+    int64_t mismatches = 0;
+    for (int64_t i = 0; i < s.m * s.n; ++i) mismatches += got[i] != want[i];
+    CHECK(mismatches == 0);
+  }
 }
 
 // gemm_small takes one attention head's products whole: (T, T, D), (T, D, T) and their
