@@ -1,4 +1,5 @@
-// ConvStem: a few 3x3 convolutions of stride 2, each followed by GELU, between the images and
+// ConvStem: a few 3x3 convolutions (stride 2 unless a stage asks for 1), each followed by GELU,
+// between the images and
 // the patch embedding: the convolutional stem of Xiao et al. 2021 ("Early Convolutions Help
 // Transformers See Better") and the convolutional tokenizer of Hassani et al. 2021 (Compact
 // Convolutional Transformers).
@@ -10,11 +11,14 @@
 // transformer attends over local features rather than raw pixels. Xiao et al. report faster,
 // more stable training that is less sensitive to the optimiser's settings, and higher
 // accuracy at the same cost; Hassani et al. show it is what lets a small transformer match
-// CNNs on small data sets. On Fashion-MNIST in 16 epochs it gained only a few tenths of a
-// point over the plain patch embedding (docs/experiments.md).
+// CNNs on small data sets. On Fashion-MNIST stride-2 stages alone gained only a few tenths of
+// a point over the plain patch embedding in 16 epochs; stages of stride 1, which convolve at
+// full resolution before anything is discarded, gained 1 to 1.5 points (docs/experiments.md).
 //
-// Each stage halves the side, rounding up (28 -> 14 -> 7 -> 4); the patch embedding then cuts
-// the last feature map, so that patch 1 makes every position of it a token.
+// A stage of stride 2 halves the side, rounding up (28 -> 14 -> 7 -> 4); a stage of stride 1
+// keeps it, and adds a convolution at that resolution: a CNN's stride-1 layers, which look at
+// every pixel before anything is thrown away. The patch embedding then cuts the last feature
+// map, so that patch 1 makes every position of it a token.
 #pragma once
 
 #include <cstdint>
@@ -29,27 +33,37 @@
 
 namespace vg::nn {
 
+// One stage: a 3x3 convolution to `channels` channels with stride 1 or 2. Made from a bare
+// channel count, a stage has stride 2, so {32, 64} lists two stride-2 stages.
+struct StemStage {
+  StemStage(int64_t channels, int64_t stride = 2) : channels(channels), stride(stride) {}
+  int64_t channels;
+  int64_t stride;
+  bool operator==(const StemStage&) const = default;
+};
+
 class ConvStem : public Module {
  public:
-  // Stage i (from 1) is the children "conv<i>", Conv2d(channels[i-2] or in_chans,
-  // channels[i-1], kernel_size=3, stride=2, padding=1), and "act<i>", GELU; the convolutions
-  // draw their weights from `rng` in stage order.
-  ConvStem(int64_t img_size, int64_t in_chans, const std::vector<int64_t>& channels, Rng& rng);
+  // Stage i (from 1) is the children "conv<i>", Conv2d(the previous stage's channels or
+  // in_chans, stages[i-1].channels, kernel_size=3, stride=stages[i-1].stride, padding=1), and
+  // "act<i>", GELU; the convolutions draw their weights from `rng` in stage order.
+  ConvStem(int64_t img_size, int64_t in_chans, const std::vector<StemStage>& stages, Rng& rng);
 
   // images (B, img_size, img_size, in_chans) -> features (B, S, S, channels.back()),
   // S = output_size().
   Tensor forward(const Tensor& images) override;
 
-  int64_t out_channels() const { return channels_.back(); }
-  int64_t output_size() const { return output_size(img_size_, channels_.size()); }
-  // The side after `stages` stages: each one (side + 2 - 3) / 2 + 1, the side halved and
-  // rounded up.
-  static int64_t output_size(int64_t img_size, size_t stages);
-  std::string describe() const;  // "ConvStem(img_size=28, in_chans=1, channels=[32,64])"
+  int64_t out_channels() const { return stages_.back().channels; }
+  int64_t output_size() const { return output_size(img_size_, stages_); }
+  // The side after `stages`: each one (side + 2 - 3) / stride + 1, the side halved and rounded
+  // up at stride 2, kept at stride 1.
+  static int64_t output_size(int64_t img_size, const std::vector<StemStage>& stages);
+  // "ConvStem(img_size=28, in_chans=1, channels=[32,64], strides=[2,2])"
+  std::string describe() const;
 
  private:
   int64_t img_size_, in_chans_;
-  std::vector<int64_t> channels_;
+  std::vector<StemStage> stages_;
   std::vector<std::shared_ptr<Conv2d>> convs_;
   std::vector<std::shared_ptr<GELU>> acts_;
 };

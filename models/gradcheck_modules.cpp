@@ -196,7 +196,8 @@ std::vector<GradcheckCase> module_gradcheck_cases() {
     return std::make_shared<Conv2d>(2, 3, 3, 2, 1, rng);
   }));
   c.push_back(layer<ConvStem>("ConvStem", {2, 7, 7, 2}, [](Rng& rng) {
-    return std::make_shared<ConvStem>(7, 2, std::vector<int64_t>{3, 4}, rng);
+    const std::vector<StemStage> stages{StemStage(3, 1), StemStage(4)};  // stride 1, then 2
+    return std::make_shared<ConvStem>(7, 2, stages, rng);
   }));
   for (const double p : {0.0, 0.5}) {
     const std::string variant = p == 0 ? "" : ":training";  // p 0: the identity

@@ -41,13 +41,14 @@ class VitGraph {
   std::string weight(const std::string& name) { return g_.initializer(name, weights_.at(name)); }
   bool has(const std::string& name) const { return weights_.count(name) > 0; }
 
-  // The ConvStem's stages: Conv 3x3, stride 2, padding 1 (the weights are already in
+  // The ConvStem's stages: Conv 3x3, the stage's stride, padding 1 (the weights are already in
   // ONNX's [M, C, kH, kW] layout), then GELU.
   std::string stem(std::string x) {
     for (size_t i = 1; i <= config_.stem.size(); ++i) {
       const std::string conv = "stem.conv" + std::to_string(i);
+      const int64_t stride = config_.stem[i - 1].stride;
       x = g_.node("Conv", {x, weight(conv + ".weight"), weight(conv + ".bias")}, conv,
-                  {onnx_ints("kernel_shape", {3, 3}), onnx_ints("strides", {2, 2}),
+                  {onnx_ints("kernel_shape", {3, 3}), onnx_ints("strides", {stride, stride}),
                    onnx_ints("pads", {1, 1, 1, 1})});
       x = gelu(x, "stem.act" + std::to_string(i));
     }

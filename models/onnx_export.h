@@ -8,8 +8,8 @@
 // weights keep timm's names (blocks.0.attn.qkv.weight, ...); intermediate values are named
 // after the module that makes them. Eval mode: dropout and drop-path are absent.
 // Opset 17 is the first with LayerNormalization; GELU is written in its erf form
-// (Gelu itself arrived in opset 20). A ConvStem is a Conv (stride 2, padding 1) and a GELU
-// per stage, before the patch embedding's Conv.
+// (Gelu itself arrived in opset 20). A ConvStem is a Conv (its stage's stride, padding 1) and a
+// GELU per stage, before the patch embedding's Conv.
 #pragma once
 
 #include <string>

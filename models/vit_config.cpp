@@ -26,8 +26,8 @@ bool valid_init_value(double v) {
 
 void stem_error(const std::string& key, const std::string& got) {
   throw Error(cat_str("ViTConfig: '", key, "' must be none or conv:C1,C2,... with 1 to ",
-                      kMaxStemStages, " channel counts in [1, ", kMaxStemChannels, "], got '", got,
-                      "'"));
+                      kMaxStemStages, " channel counts in [1, ", kMaxStemChannels,
+                      "], each with s1 after it for stride 1, got '", got, "'"));
 }
 
 void layerscale_error(const std::string& got) {
@@ -132,35 +132,40 @@ GlobalPool parse_global_pool(const std::string& text, const std::string& key) {
   throw Error(cat_str("ViTConfig: '", key, "' must be token or avg, got '", text, "'"));
 }
 
-std::string stem_str(const std::vector<int64_t>& stem) {
+std::string stem_str(const std::vector<nn::StemStage>& stem) {
   if (stem.empty()) return "none";
   std::string text = "conv:";
   for (size_t i = 0; i < stem.size(); ++i) {
     if (i) text += ',';
-    text += std::to_string(stem[i]);
+    text += std::to_string(stem[i].channels);
+    if (stem[i].stride != 2) text += "s" + std::to_string(stem[i].stride);
   }
   return text;
 }
 
-std::vector<int64_t> parse_stem(const std::string& text, const std::string& key) {
+std::vector<nn::StemStage> parse_stem(const std::string& text, const std::string& key) {
   if (text == "none") return {};
   if (!text.starts_with("conv:")) stem_error(key, text);
-  std::vector<int64_t> stem;
+  std::vector<nn::StemStage> stem;
   for (size_t begin = 5; begin <= text.size();) {
     const size_t end = std::min(text.find(',', begin), text.size());
+    const std::string_view entry(text.data() + begin, end - begin);
+    const bool stride_one = entry.ends_with("s1");
+    const std::string_view number = stride_one ? entry.substr(0, entry.size() - 2) : entry;
     int64_t channels = 0;
-    const auto [stop, error] = std::from_chars(text.data() + begin, text.data() + end, channels);
-    if (error != std::errc() || stop != text.data() + end || channels < 1 ||
+    const auto [stop, error] =
+        std::from_chars(number.data(), number.data() + number.size(), channels);
+    if (error != std::errc() || stop != number.data() + number.size() || channels < 1 ||
         channels > kMaxStemChannels || stem.size() == kMaxStemStages)
       stem_error(key, text);
-    stem.push_back(channels);
+    stem.push_back(nn::StemStage(channels, stride_one ? 1 : 2));
     begin = end + 1;
   }
   return stem;
 }
 
 int64_t ViTConfig::feature_size() const {
-  return nn::ConvStem::output_size(img_size, stem.size());
+  return nn::ConvStem::output_size(img_size, stem);
 }
 
 void ViTConfig::validate() const {
@@ -178,9 +183,13 @@ void ViTConfig::validate() const {
         "ViTConfig: sizes are unreasonably large");
   check(stem.size() <= kMaxStemStages, "ViTConfig: 'stem' has ", stem.size(),
         " stages, more than ", kMaxStemStages);
-  for (int64_t channels : stem)
-    check(channels >= 1 && channels <= kMaxStemChannels, "ViTConfig: 'stem' channels must be in "
-          "[1, ", kMaxStemChannels, "], got ", stem_str(stem));
+  for (const nn::StemStage& stage : stem) {
+    check(stage.channels >= 1 && stage.channels <= kMaxStemChannels,
+          "ViTConfig: 'stem' channels must be in [1, ", kMaxStemChannels, "], got ",
+          stem_str(stem));
+    check(stage.stride == 1 || stage.stride == 2, "ViTConfig: a 'stem' stage's stride must be 1 "
+          "or 2, got ", stem_str(stem));
+  }
   if (stem.empty())
     check(img_size % patch_size == 0, "ViTConfig: img_size ", img_size,
           " is not divisible by patch_size ", patch_size);
@@ -200,7 +209,7 @@ void ViTConfig::validate() const {
                             double(depth) * (4 * E * E + 2 * E * E * mlp_ratio) +
                             E * double(num_classes);
   for (size_t i = 0; i < stem.size(); ++i)
-    parameters += double(stem[i]) * (9.0 * double(i ? stem[i - 1] : in_chans) + 1);
+    parameters += double(stem[i].channels) * (9.0 * double(i ? stem[i - 1].channels : in_chans) + 1);
   check(parameters <= kMaxParameters, "ViTConfig: the model would have ", parameters,
         " parameters, more than the limit of ", kMaxParameters, " (depth ", depth, ", embed_dim ",
         embed_dim, ")");

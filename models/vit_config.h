@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "layers/conv_stem.h"
 #include "layers/token_norm.h"
 
 namespace vg {
@@ -40,9 +41,10 @@ std::string to_string(NormKind kind);
 std::string to_string(GlobalPool pool);
 NormKind parse_norm(const std::string& text, const std::string& key = "norm");
 GlobalPool parse_global_pool(const std::string& text, const std::string& key = "global_pool");
-// The stem's spelling: "none" (empty) or "conv:32,64" (the channels of each stage).
-std::string stem_str(const std::vector<int64_t>& stem);
-std::vector<int64_t> parse_stem(const std::string& text, const std::string& key = "stem");
+// The stem's spelling: "none" (empty) or "conv:32,64" (the channels of each stage, stride 2),
+// a stage of stride 1 marked "s1": "conv:32s1,64".
+std::string stem_str(const std::vector<nn::StemStage>& stem);
+std::vector<nn::StemStage> parse_stem(const std::string& text, const std::string& key = "stem");
 
 struct ViTConfig {
   int64_t img_size = 28;
@@ -60,10 +62,11 @@ struct ViTConfig {
   GlobalPool global_pool = GlobalPool::token;
   double drop_path_rate = 0.0;  // rises linearly from 0 at block 0 to this at the last
   double dropout = 0.0;         // after the positional embedding, in attention and MLP
-  // A ConvStem before the patch embedding (layers/conv_stem.h): the output channels of its
-  // 3x3 stride-2 convolutions, each followed by GELU. Empty: none, the images themselves are
-  // cut into patches. Written "none" or "conv:32,64" in JSON; a file without it has none.
-  std::vector<int64_t> stem;
+  // A ConvStem before the patch embedding (layers/conv_stem.h): the output channels and stride
+  // of its 3x3 convolutions, each followed by GELU. Empty: none, the images themselves are cut
+  // into patches. Written "none", "conv:32,64" or "conv:32s1,64" in JSON; a file without it
+  // has none.
+  std::vector<nn::StemStage> stem;
 
   // Throws vg::Error naming the field when a value is out of range or inconsistent
   // (embed_dim not divisible by num_heads, img_size or the stem's output not divisible by
@@ -76,7 +79,7 @@ struct ViTConfig {
   // The side of the map the patch embedding cuts: img_size, or the stem's output side
   // (img_size halved per stage, rounded up); and its channels.
   int64_t feature_size() const;
-  int64_t feature_chans() const { return stem.empty() ? in_chans : stem.back(); }
+  int64_t feature_chans() const { return stem.empty() ? in_chans : stem.back().channels; }
   int64_t num_patches() const {
     return (feature_size() / patch_size) * (feature_size() / patch_size);
   }

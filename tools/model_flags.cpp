@@ -30,7 +30,8 @@ std::vector<Flag> model_flags() {
           {"--dropout", "R", "dropout rate"},
           {"--stem", "SPEC",
            "none | conv:C1,C2,...: a 3x3 stride-2 convolution + GELU per entry before the patch "
-           "embedding (e.g. conv:32,64 with --patch 1)"}};
+           "embedding, stride 1 where an entry ends in s1 (e.g. conv:32,64 or conv:32s1,64 with "
+           "--patch 1)"}};
 }
 
 void model_aliases(ArgParser& args) {

@@ -108,21 +108,24 @@ class Block(nn.Module):
         return x + self.ls2(self.mlp(self.norm2(x)))
 
 
-def stem_channels(cfg):
-    """The channels of the config's convolutional stem: [] for "none" (or no key, as in
-    configs older than stems), [32, 64] for "conv:32,64"."""
+def stem_stages(cfg):
+    """The (channels, stride) of each stage of the config's convolutional stem: [] for "none"
+    (or no key, as in configs older than stems), [(32, 1), (64, 2)] for "conv:32s1,64"."""
     stem = cfg.get("stem", "none")
-    return [] if stem == "none" else [int(c) for c in stem[len("conv:"):].split(",")]
+    if stem == "none":
+        return []
+    entries = stem[len("conv:"):].split(",")
+    return [(int(e[:-2]), 1) if e.endswith("s1") else (int(e), 2) for e in entries]
 
 
 class ConvStem(nn.Module):
-    """vitgrad's ConvStem: per entry a 3x3 convolution of stride 2 and padding 1, then GELU;
-    children conv1, act1, conv2, act2, ..."""
+    """vitgrad's ConvStem: per stage a 3x3 convolution of the stage's stride and padding 1,
+    then GELU; children conv1, act1, conv2, act2, ..."""
 
-    def __init__(self, in_chans, channels):
+    def __init__(self, in_chans, stages):
         super().__init__()
-        for i, out in enumerate(channels, 1):
-            self.add_module(f"conv{i}", nn.Conv2d(in_chans, out, 3, stride=2, padding=1))
+        for i, (out, stride) in enumerate(stages, 1):
+            self.add_module(f"conv{i}", nn.Conv2d(in_chans, out, 3, stride=stride, padding=1))
             self.add_module(f"act{i}", nn.GELU())
             in_chans = out
 
@@ -135,17 +138,17 @@ class ConvStem(nn.Module):
 class VisionTransformer(nn.Module):
     def __init__(self, cfg, hidden, layerscale):
         super().__init__()
-        stem = stem_channels(cfg)
+        stem = stem_stages(cfg)
         side = cfg["img_size"]
-        for _ in stem:
-            side = (side - 1) // 2 + 1  # each stride-2 stage halves the side, rounding up
+        for _, stride in stem:
+            side = (side - 1) // stride + 1  # stride 2 halves the side, rounding up
         dim, grid = cfg["embed_dim"], side // cfg["patch_size"]
         self.global_pool = cfg["global_pool"]
         self.cls_token = nn.Parameter(torch.zeros(1, 1, dim))
         self.pos_embed = nn.Parameter(torch.zeros(1, grid * grid + 1, dim))
         self.stem = ConvStem(cfg["in_chans"], stem) if stem else nn.Identity()
         self.patch_embed = nn.Module()
-        self.patch_embed.proj = nn.Conv2d(stem[-1] if stem else cfg["in_chans"], dim,
+        self.patch_embed.proj = nn.Conv2d(stem[-1][0] if stem else cfg["in_chans"], dim,
                                           cfg["patch_size"], stride=cfg["patch_size"])
         self.blocks = nn.Sequential(*[
             Block(dim, cfg["num_heads"], hidden, cfg["qkv_bias"], cfg["norm"], layerscale,
@@ -185,7 +188,7 @@ def build_model(cfg, state, use_timm=True):
     """A PyTorch ViT for the config, with the weights in `state` loaded strictly."""
     layerscale = "blocks.0.ls1.gamma" in state
     hidden = state["blocks.0.mlp.fc1.weight"].shape[0] if cfg["depth"] else 0
-    plain = cfg["norm"] == "layernorm" and not cfg["grn"] and not stem_channels(cfg)
+    plain = cfg["norm"] == "layernorm" and not cfg["grn"] and not stem_stages(cfg)
     model = timm_vit(cfg, hidden, layerscale) if use_timm and plain else None
     if model is None:
         model = VisionTransformer(cfg, hidden, layerscale)

@@ -9,6 +9,7 @@
 using namespace vg;
 using vg::nn::Conv2d;
 using vg::nn::ConvStem;
+using vg::nn::StemStage;
 using vg::testing::expect_module_gradients;
 using vg::testing::randomize_parameters;
 using vg::testing::variable;
@@ -55,10 +56,27 @@ TEST_CASE("ConvStem halves the side per stage and names its parts conv<i> and ac
   CHECK(children == std::vector<std::string>{"conv1", "act1", "conv2", "act2"});
   CHECK(stem(zeros({2, 28, 28, 1})).shape() == Shape{2, 7, 7, 64});
   // 28 -> 14 -> 7 -> 4 -> 2 -> 1: odd sides round up.
-  CHECK(ConvStem::output_size(28, 3) == 4);
-  CHECK(ConvStem::output_size(28, 5) == 1);
-  CHECK(ConvStem::output_size(32, 0) == 32);
+  CHECK(ConvStem::output_size(28, {4, 4, 4}) == 4);
+  CHECK(ConvStem::output_size(28, {4, 4, 4, 4, 4}) == 1);
+  CHECK(ConvStem::output_size(32, {}) == 32);
   CHECK(ConvStem(28, 1, {4, 4, 4}, rng)(zeros({1, 28, 28, 1})).shape() == Shape{1, 4, 4, 4});
+}
+
+TEST_CASE("A ConvStem stage of stride 1 keeps the side; its convolution has that stride") {
+  Rng rng(2);
+  const std::vector<StemStage> stages{StemStage(8, 1), StemStage(16), StemStage(16, 1)};
+  ConvStem stem(28, 1, stages, rng);
+  CHECK(stem.output_size() == 14);  // 28 -> 28 -> 14 -> 14
+  CHECK(ConvStem::output_size(7, {StemStage(3, 1), StemStage(3)}) == 4);
+  CHECK(stem(zeros({2, 28, 28, 1})).shape() == Shape{2, 14, 14, 16});
+  CHECK(stem.describe() ==
+        "ConvStem(img_size=28, in_chans=1, channels=[8,16,16], strides=[1,2,1])");
+  const Tensor x = variable({1, 28, 28, 1}, 3).detach().to(DType::f32);
+  const auto& p = stem.named_parameters();
+  Tensor want = gelu(conv2d(x, p[0].tensor, p[1].tensor, 1, 1));
+  want = gelu(conv2d(want, p[2].tensor, p[3].tensor, 2, 1));
+  want = gelu(conv2d(want, p[4].tensor, p[5].tensor, 1, 1));
+  CHECK(stem(x).to_vector() == want.to_vector());
 }
 
 TEST_CASE("ConvStem is GELU after each convolution, in stage order") {
@@ -79,7 +97,7 @@ TEST_CASE("Conv2d and ConvStem pass gradcheck for the images and every parameter
   randomize_parameters(conv, 6, 0.5);
   expect_module_gradients("Conv2d", conv, variable({2, 5, 6, 2}, 7),
                           [&](const Tensor& x) { return conv(x); });
-  ConvStem stem(7, 2, {3, 4}, rng);
+  ConvStem stem(7, 2, {StemStage(3, 1), StemStage(4)}, rng);  // a stride-1 stage, then stride 2
   stem.to(DType::f64);
   randomize_parameters(stem, 8, 0.5);
   expect_module_gradients("ConvStem", stem, variable({2, 7, 7, 2}, 9),
@@ -90,12 +108,18 @@ TEST_CASE("Conv2d and ConvStem reject wrong images with one clear error") {
   Rng rng(1);
   ConvStem stem(28, 1, {8, 16}, rng);
   CHECK_THROWS_WITH_AS(stem(zeros({2, 1, 28, 28})),
-                       "ConvStem(img_size=28, in_chans=1, channels=[8,16]): images must be "
+                       "ConvStem(img_size=28, in_chans=1, channels=[8,16], strides=[2,2]): "
+                       "images must be "
                        "(B, 28, 28, 1), got [2,1,28,28]",
                        Error);
   CHECK_THROWS_WITH_AS(stem(zeros({2, 32, 32, 1})), doctest::Contains("got [2,32,32,1]"), Error);
   CHECK_THROWS_WITH_AS(ConvStem(28, 1, {}, rng),
-                       "ConvStem(img_size=28, in_chans=1, channels=[]): needs at least one stage",
+                       "ConvStem(img_size=28, in_chans=1, channels=[], strides=[]): needs at least "
+                       "one stage",
+                       Error);
+  CHECK_THROWS_WITH_AS(ConvStem(28, 1, {StemStage(8, 3)}, rng),
+                       "ConvStem(img_size=28, in_chans=1, channels=[8], strides=[3]): a stage's "
+                       "stride must be 1 or 2",
                        Error);
   CHECK_THROWS_WITH_AS(ConvStem(28, 1, {8, 0}, rng),
                        "Conv2d(8, 0, kernel_size=3, stride=2, padding=1): sizes must be positive "

@@ -144,8 +144,8 @@ TEST_CASE("ONNX export of a LearnableScaler ViT with GRN, LayerScale and average
 
 TEST_CASE("ONNX export of a ViT with a convolutional stem: a Conv and a GELU per stage") {
   vg::ViTConfig c = vg::testing::small_config(2);
-  c.stem = {4, 8};
-  c.patch_size = 1;
+  c.stem = {vg::nn::StemStage(4, 1), 8};  // 28 -> 28 -> 14, cut into 2x2 patches
+  c.patch_size = 2;
   const auto ops = check_export(c);
   CHECK(ops.at("Conv") == 2 + 1);  // the stem's, then the patch embedding's
   CHECK(ops.at("Erf") == 2 + 2);   // the stem's GELUs, then the MLPs'

@@ -140,21 +140,27 @@ TEST_CASE("presets: fmnist-tiny is the small default, a deep preset has depth >=
                        doctest::Contains("unknown preset 'imagenet' (known: fmnist-tiny"), Error);
 }
 
-TEST_CASE("The stem is written none or conv:C1,C2,..., and a config without it has none") {
+TEST_CASE("The stem is written none or conv:C1,C2,... (s1: stride 1); a config without it has none") {
   CHECK(ViTConfig{}.stem.empty());
   CHECK(ViTConfig{}.to_json().at("stem") == "none");
   CHECK(ViTConfig::from_json({{"depth", 2}}).stem.empty());  // a checkpoint older than stems
-  for (const char* text : {"none", "conv:32", "conv:32,64", "conv:8,16,32,64"})
+  for (const char* text :
+       {"none", "conv:32", "conv:32,64", "conv:8,16,32,64", "conv:32s1,64", "conv:8,8s1,16s1"})
     CHECK(stem_str(parse_stem(text)) == text);
-  CHECK(parse_stem("conv:32,64") == std::vector<int64_t>{32, 64});
-  const ViTConfig c = ViTConfig::from_json({{"stem", "conv:32,64"}, {"patch_size", 1}});
-  CHECK(c.stem == std::vector<int64_t>{32, 64});
+  using nn::StemStage;
+  CHECK(parse_stem("conv:32,64") == std::vector<StemStage>{StemStage(32, 2), StemStage(64, 2)});
+  CHECK(parse_stem("conv:32s1,64") == std::vector<StemStage>{StemStage(32, 1), StemStage(64, 2)});
+  const ViTConfig c = ViTConfig::from_json({{"stem", "conv:32s1,64"}, {"patch_size", 1}});
+  CHECK(c.stem == std::vector<StemStage>{StemStage(32, 1), StemStage(64)});
+  CHECK(c.to_json().at("stem") == "conv:32s1,64");
   for (const char* bad : {"conv", "conv:", "conv:32,", "conv:,32", "conv:0", "conv:-4", "conv:3x",
-                          "conv:32;64", "conv:5000", "conv:1,1,1,1,1,1,1,1,1", "32,64", "CONV:8"}) {
+                          "conv:32;64", "conv:5000", "conv:1,1,1,1,1,1,1,1,1", "32,64", "CONV:8",
+                          "conv:s1", "conv:32s2", "conv:32s", "conv:32S1", "conv:0s1", "conv:32s1s1"}) {
     INFO(bad);
     CHECK_THROWS_WITH_AS(parse_stem(bad),
                          (std::string("ViTConfig: 'stem' must be none or conv:C1,C2,... with 1 "
-                                      "to 8 channel counts in [1, 4096], got '") +
+                                      "to 8 channel counts in [1, 4096], each with s1 after it "
+                                      "for stride 1, got '") +
                           bad + "'")
                              .c_str(),
                          Error);
@@ -186,4 +192,21 @@ TEST_CASE("With a stem the patches are cut from its output: 28 -> 14 -> 7, 49 to
   c.patch_size = 1;
   CHECK_THROWS_WITH_AS(c.validate(),
                        "ViTConfig: 'stem' channels must be in [1, 4096], got conv:32,0", Error);
+  c.stem = {nn::StemStage(32, 3)};
+  CHECK_THROWS_WITH_AS(c.validate(),
+                       "ViTConfig: a 'stem' stage's stride must be 1 or 2, got conv:32s3", Error);
+}
+
+TEST_CASE("A stride-1 stem stage keeps the side: 28 -> 28 -> 14 -> 7, 49 tokens at patch 1") {
+  ViTConfig c;
+  c.stem = {nn::StemStage(32, 1), 32, nn::StemStage(64, 1), 64};
+  c.patch_size = 1;
+  CHECK(c.feature_size() == 7);
+  CHECK(c.feature_chans() == 64);
+  CHECK(c.num_patches() == 49);
+  CHECK_NOTHROW(c.validate());
+  c.patch_size = 7;
+  c.stem = {nn::StemStage(8, 1)};  // 28 -> 28: 16 patches of 7x7 from 8 channels
+  CHECK(c.num_patches() == 16);
+  CHECK_NOTHROW(c.validate());
 }

@@ -70,7 +70,7 @@ TEST_CASE("A stem ViT runs the stem, then cuts its output into patches") {
   w.data<float>()[0] += 0.5f;
   CHECK(other(images).to_vector() != logits.to_vector());
   CHECK_THROWS_WITH_AS(model(zeros({2, 32, 32, 1})),
-                       doctest::Contains("ConvStem(img_size=28, in_chans=1, channels=[4,8]): "
+                       doctest::Contains("ConvStem(img_size=28, in_chans=1, channels=[4,8], strides=[2,2]): "
                                          "images must be (B, 28, 28, 1), got [2,32,32,1]"),
                        Error);
 }
