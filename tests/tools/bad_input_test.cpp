@@ -243,8 +243,8 @@ TEST_CASE("every bad checkpoint, config, data file and flag is one line and exit
       {"flags: patch does not divide image", "train --data synthetic --patch 6" + out,
        "img_size 28 is not divisible by patch_size 6"},
       {"flags: stem not conv:C1,C2,...", "train --data synthetic --stem conv:32,,64" + out,
-       "'stem' must be none or conv:C1,C2,... with 1 to 8 channel counts in [1, 4096], got "
-       "'conv:32,,64'"},
+       "'stem' must be none or conv:C1,C2,... with 1 to 8 channel counts in [1, 4096], each "
+       "with s1 after it for stride 1, got 'conv:32,,64'"},
       {"flags: stem output not divisible by patch", "train --data synthetic --stem conv:8,8" + out,
        "the stem's 7x7 output (img_size 28, 2 stages) is not divisible by patch_size 4"},
       {"config: stem of another kind", "summary --config " + cfg("stem.cfg"),
