@@ -5,44 +5,39 @@
 
 namespace vg::kernels {
 
-template <class T>
-void gelu_with_slope(const T* h, T* a, T* slope, int64_t n, bool tanh_form) {
+namespace {
+
+// a[i] = gelu(h[i]), then use_slope(i, gelu'(h[i])): the one loop behind both entry points,
+// so that storing the slope and applying it at once see the same values.
+template <class T, class UseSlope>
+void gelu_values_and_slopes(const T* h, T* a, int64_t n, bool tanh_form, UseSlope use_slope) {
   parallel_for(n, 1 << 14, [&](int64_t i0, int64_t i1) {
     using namespace gelu_math;
     if (!tanh_form) {
       for (int64_t i = i0; i < i1; ++i) {
         const T x = h[i], cdf = Phi(x);
         a[i] = x * cdf;
-        slope[i] = cdf + x * phi(x);
+        use_slope(i, cdf + x * phi(x));
       }
     } else {
       for (int64_t i = i0; i < i1; ++i) {
         a[i] = tanh_value(h[i]);
-        slope[i] = tanh_derivative(h[i]);
+        use_slope(i, tanh_derivative(h[i]));
       }
     }
   });
 }
 
+}  // namespace
+
+template <class T>
+void gelu_with_slope(const T* h, T* a, T* slope, int64_t n, bool tanh_form) {
+  gelu_values_and_slopes(h, a, n, tanh_form, [slope](int64_t i, T s) { slope[i] = s; });
+}
+
 template <class T>
 void gelu_with_grad(const T* h, T* a, T* d, int64_t n, bool tanh_form) {
-  parallel_for(n, 1 << 14, [&](int64_t i0, int64_t i1) {
-    using namespace gelu_math;
-    if (!tanh_form) {
-      for (int64_t i = i0; i < i1; ++i) {
-        const T x = h[i], cdf = Phi(x);
-        a[i] = x * cdf;
-        const T slope = cdf + x * phi(x);
-        d[i] = d[i] * slope;
-      }
-    } else {
-      for (int64_t i = i0; i < i1; ++i) {
-        a[i] = tanh_value(h[i]);
-        const T slope = tanh_derivative(h[i]);
-        d[i] = d[i] * slope;
-      }
-    }
-  });
+  gelu_values_and_slopes(h, a, n, tanh_form, [d](int64_t i, T s) { d[i] = d[i] * s; });
 }
 
 template <class T>
