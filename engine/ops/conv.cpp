@@ -1,11 +1,14 @@
 // conv2d: a 2-D convolution of channels-last images, written as im2col and one matrix product
-// (engine/kernels/im2col.h). With the columns X (rows, C*k*k), one row per output position,
-// and the weight viewed as W (C_out, C*k*k):
+// (engine/kernels/im2col.h). With the columns X (rows, k*k*C), one row per output position,
+// and the weight [C_out, C, k, k] permuted to [C_out, k, k, C] and viewed as W (C_out, k*k*C),
+// the columns' (i, j, c) order:
 //
 //   forward    Y  = X W^T + b                     one gemm, the bias where each sum starts
 //   backward   dX = dY W,  dx = col2im(dX)        one gemm, then every column entry added
-//                                                 back to the pixel it was read from
-//              dW = dY^T X                        one gemm over all positions
+//                                                 back to the pixel it was read from, one
+//                                                 image at a time
+//              dW = dY^T X                        one gemm over all positions, permuted
+//                                                 back to [C_out, C, k, k]
 //              db = sum over positions of dY
 //
 // The products are linear's (ops/matmul.cpp), so --amp bf16 switches them as it does every
@@ -64,11 +67,12 @@ Tensor image_to_columns(const kernels::ConvGeometry& g, const Tensor& x) {
   return columns;
 }
 
-Tensor columns_to_image(const kernels::ConvGeometry& g, const Tensor& columns) {
-  Tensor image = Tensor::empty({g.batch, g.height, g.width, g.channels}, columns.dtype());
-  dispatch(columns.dtype(), [&](auto z) {
+// dx = col2im(dY W), image by image (kernels::conv_input_gradient).
+Tensor input_gradient(const kernels::ConvGeometry& g, const Tensor& grad_rows, const Tensor& w) {
+  Tensor image = Tensor::empty({g.batch, g.height, g.width, g.channels}, grad_rows.dtype());
+  dispatch(grad_rows.dtype(), [&](auto z) {
     using T = decltype(z);
-    kernels::col2im(g, columns.data<T>(), image.data<T>());
+    kernels::conv_input_gradient(g, w.size(0), grad_rows.data<T>(), w.data<T>(), image.data<T>());
   });
   return image;
 }
@@ -79,7 +83,7 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t
               int64_t padding) {
   const kernels::ConvGeometry g = plan_conv2d(x, weight, bias, stride, padding);
   const int64_t c_out = weight.size(0);
-  const Tensor w2 = weight.detach().reshape({c_out, g.row_len()});
+  const Tensor w2 = permute(weight.detach(), {0, 2, 3, 1}).reshape({c_out, g.row_len()});
   Tensor columns = image_to_columns(g, x);
   // The product's rows are the output positions in (n, oy, ox) order: written straight into
   // the output's shape.
@@ -91,13 +95,14 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t
   const bool need_x = needs_grad(x), need_w = needs_grad(weight), need_b = needs_grad(bias);
   if (!need_w) columns = Tensor();
   const Tensor ws = need_x ? w2 : Tensor();
-  const Shape w_shape = weight.shape();
+  const int64_t k = g.kernel, c_in = g.channels;
   const size_t n_inputs = inputs.size();
   return record("conv2d", out, inputs, [=](const Tensor& grad) {
     const Tensor g2 = grad.reshape({g.rows(), c_out});
     std::vector<Tensor> grads(n_inputs);
-    if (need_x) grads[0] = columns_to_image(g, matmul(g2, ws));
-    if (need_w) grads[1] = matmul(g2, columns, true, false).reshape(w_shape);
+    if (need_x) grads[0] = input_gradient(g, g2, ws);
+    if (need_w)
+      grads[1] = permute(matmul(g2, columns, true, false).reshape({c_out, k, k, c_in}), {0, 3, 1, 2});
     if (need_b) grads[2] = sum(g2, {0});
     return grads;
   });

@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "engine/core/parallel.h"
+#include "engine/kernels/blas.h"
+#include "engine/kernels/matmul_precision.h"
 
 using namespace vg;
 
@@ -50,7 +52,7 @@ TEST_CASE("im2col and col2im match the plain loops, bit for bit") {
   }
 }
 
-TEST_CASE("im2col reads zeros in the padding and lays a row out in (c, i, j) order") {
+TEST_CASE("im2col reads zeros in the padding and lays a row out in (i, j, c) order") {
   // One 3x3 image of 2 channels, value = 10 * pixel + channel; kernel 3, stride 2, padding 1:
   // a 2x2 output. Row 0 is centred on pixel (0, 0), so its first row and column are padding.
   const kernels::ConvGeometry g{1, 3, 3, 2, 3, 2, 1};
@@ -61,12 +63,15 @@ TEST_CASE("im2col reads zeros in the padding and lays a row out in (c, i, j) ord
   REQUIRE(g.rows() == 4);
   kernels::im2col(g, image.data(), cols.data());
   const std::vector<float> row0(cols.begin(), cols.begin() + 18);
-  CHECK(row0 == std::vector<float>{0, 0, 0, 0, 0, 10, 0, 30, 40,  // channel 0
-                                   0, 0, 0, 0, 1, 11, 0, 31, 41});
+  // Tap by tap (i, j), each tap both channels of its pixel.
+  CHECK(row0 == std::vector<float>{0, 0, 0, 0, 0, 0,     // taps (0, 0) (0, 1) (0, 2)
+                                   0, 0, 0, 1, 10, 11,   // taps (1, 0) (1, 1) (1, 2)
+                                   0, 0, 30, 31, 40, 41});
   // Row 3 is centred on pixel (2, 2): its last row and column are padding.
   const std::vector<float> row3(cols.begin() + 54, cols.end());
-  CHECK(row3 == std::vector<float>{40, 50, 0, 70, 80, 0, 0, 0, 0,  // channel 0
-                                   41, 51, 0, 71, 81, 0, 0, 0, 0});
+  CHECK(row3 == std::vector<float>{40, 41, 50, 51, 0, 0,  // taps (0, 0) (0, 1) (0, 2)
+                                   70, 71, 80, 81, 0, 0,  // taps (1, 0) (1, 1) (1, 2)
+                                   0, 0, 0, 0, 0, 0});
   // col2im of all-ones columns counts how many taps read each pixel.
   std::vector<float> ones(cols.size(), 1.0f), count(18);
   kernels::col2im(g, ones.data(), count.data());
@@ -91,4 +96,29 @@ TEST_CASE("im2col and col2im give the same bits with 1 and 2 threads") {
   CHECK(one.first == two.first);
   CHECK(one.second == two.second);
   set_num_threads(previous);
+}
+
+TEST_CASE("conv_input_gradient is the product of all rows then col2im, bit for bit") {
+  // Image by image, each image's rows of dY W are the same sums as in one product over every
+  // row, so summing them back must give the same bits, in both product precisions.
+  std::vector<MatmulPrecision> precisions{MatmulPrecision::fp32};
+  if (bf16_hardware() != Bf16Hardware::none) precisions.push_back(MatmulPrecision::bf16);
+  for (const MatmulPrecision precision : precisions) {
+    const MatmulPrecisionGuard guard(precision);
+    for (const kernels::ConvGeometry& g : geometries()) {
+      INFO(matmul_precision_name(precision), " N ", g.batch, " H ", g.height, " C ", g.channels,
+           " k ", g.kernel, " s ", g.stride);
+      const int64_t c_out = 5, len = g.row_len();
+      const std::vector<float> grad = ramp(g.rows() * c_out, 0.071f);
+      const std::vector<float> weight = ramp(c_out * len, 0.029f);
+      std::vector<float> columns(g.rows() * len);
+      gemm(false, false, g.rows(), len, c_out, 1.0f, grad.data(), c_out, weight.data(), len, 0.0f,
+           columns.data(), len);
+      const int64_t image_len = g.batch * g.height * g.width * g.channels;
+      std::vector<float> expected(image_len), image(image_len, 3.0f);  // overwritten
+      kernels::col2im(g, columns.data(), expected.data());
+      kernels::conv_input_gradient(g, c_out, grad.data(), weight.data(), image.data());
+      CHECK(image == expected);
+    }
+  }
 }
