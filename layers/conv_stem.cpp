@@ -3,8 +3,8 @@
 namespace vg::nn {
 
 ConvStem::ConvStem(int64_t img_size, int64_t in_chans, const std::vector<StemStage>& stages,
-                   Rng& rng)
-    : Module("ConvStem"), img_size_(img_size), in_chans_(in_chans), stages_(stages) {
+                   Rng& rng, StemNorm norm)
+    : Module("ConvStem"), img_size_(img_size), in_chans_(in_chans), stages_(stages), norm_(norm) {
   check(!stages.empty(), describe(), ": needs at least one stage");
   for (const StemStage& stage : stages)
     check(stage.stride == 1 || stage.stride == 2, describe(), ": a stage's stride must be 1 or 2");
@@ -14,6 +14,9 @@ ConvStem::ConvStem(int64_t img_size, int64_t in_chans, const std::vector<StemSta
     convs_.push_back(register_module(
         "conv" + number,
         std::make_shared<Conv2d>(previous, stages[i].channels, 3, stages[i].stride, 1, rng)));
+    if (norm == StemNorm::layernorm)
+      norms_.push_back(
+          register_module("norm" + number, std::make_shared<LayerNorm>(stages[i].channels)));
     acts_.push_back(register_module("act" + number, std::make_shared<GELU>()));
     previous = stages[i].channels;
   }
@@ -31,7 +34,8 @@ std::string ConvStem::describe() const {
     strides.push_back(stage.stride);
   }
   return cat_str("ConvStem(img_size=", img_size_, ", in_chans=", in_chans_,
-                 ", channels=", shape_str(channels), ", strides=", shape_str(strides), ")");
+                 ", channels=", shape_str(channels), ", strides=", shape_str(strides),
+                 norm_ == StemNorm::layernorm ? ", norm=layernorm" : "", ")");
 }
 
 Tensor ConvStem::forward(const Tensor& images) {
@@ -40,7 +44,11 @@ Tensor ConvStem::forward(const Tensor& images) {
         ": images must be (B, ", img_size_, ", ", img_size_, ", ", in_chans_, "), got ",
         shape_str(s));
   Tensor x = images;
-  for (size_t i = 0; i < convs_.size(); ++i) x = (*acts_[i])((*convs_[i])(x));
+  for (size_t i = 0; i < convs_.size(); ++i) {
+    x = (*convs_[i])(x);
+    if (!norms_.empty()) x = (*norms_[i])(x);  // (B, S, S, C): each pixel's C channels
+    x = (*acts_[i])(x);
+  }
   return x;
 }
 

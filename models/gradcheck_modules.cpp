@@ -230,6 +230,10 @@ std::vector<GradcheckCase> module_gradcheck_cases() {
   stem.stem = {3};
   stem.patch_size = 2;
   c.push_back(vit("ViT:stem", stem));
+  ViTConfig normed = stem;  // a stride-1 stage too: 8 -> 8 -> 4
+  normed.stem = {nn::StemStage(4, 1), nn::StemStage(5)};
+  normed.stem_norm = nn::StemNorm::layernorm;
+  c.push_back(vit("ViT:stem+norm", normed));
   return c;
 }
 

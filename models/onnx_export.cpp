@@ -41,8 +41,18 @@ class VitGraph {
   std::string weight(const std::string& name) { return g_.initializer(name, weights_.at(name)); }
   bool has(const std::string& name) const { return weights_.count(name) > 0; }
 
+  // Stage i's LayerNorm over the channels of an NCHW map: to NHWC, normalised over the last
+  // axis, back to NCHW.
+  std::string channel_norm(const std::string& x, size_t i) {
+    const std::string norm = "stem.norm" + std::to_string(i);
+    std::string y = g_.node("Transpose", {x}, norm + ".nhwc", {onnx_ints("perm", {0, 2, 3, 1})});
+    y = g_.node("LayerNormalization", {y, weight(norm + ".weight"), weight(norm + ".bias")}, norm,
+                {onnx_int("axis", -1), onnx_float("epsilon", 1e-6f)});
+    return g_.node("Transpose", {y}, norm + ".nchw", {onnx_ints("perm", {0, 3, 1, 2})});
+  }
+
   // The ConvStem's stages: Conv 3x3, the stage's stride, padding 1 (the weights are already in
-  // ONNX's [M, C, kH, kW] layout), then GELU.
+  // ONNX's [M, C, kH, kW] layout), the stem's LayerNorm if it has one, then GELU.
   std::string stem(std::string x) {
     for (size_t i = 1; i <= config_.stem.size(); ++i) {
       const std::string conv = "stem.conv" + std::to_string(i);
@@ -50,6 +60,7 @@ class VitGraph {
       x = g_.node("Conv", {x, weight(conv + ".weight"), weight(conv + ".bias")}, conv,
                   {onnx_ints("kernel_shape", {3, 3}), onnx_ints("strides", {stride, stride}),
                    onnx_ints("pads", {1, 1, 1, 1})});
+      if (config_.stem_norm == nn::StemNorm::layernorm) x = channel_norm(x, i);
       x = gelu(x, "stem.act" + std::to_string(i));
     }
     return x;

@@ -19,8 +19,9 @@ ViT::ViT(const ViTConfig& config, uint64_t seed)
                                   trunc_normal({1, config_.num_patches() + 1, E}, rng, 0.0, 0.02),
                                   {.no_weight_decay = true});
   if (!config_.stem.empty())
-    stem_ = register_module("stem", std::make_shared<nn::ConvStem>(
-                                        config_.img_size, config_.in_chans, config_.stem, rng));
+    stem_ = register_module(
+        "stem", std::make_shared<nn::ConvStem>(config_.img_size, config_.in_chans, config_.stem,
+                                               rng, config_.stem_norm));
   patch_embed_ = register_module(
       "patch_embed", std::make_shared<nn::PatchEmbed>(config_.feature_size(), config_.patch_size,
                                                       config_.feature_chans(), E, rng));

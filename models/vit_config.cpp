@@ -165,6 +165,16 @@ std::vector<nn::StemStage> parse_stem(const std::string& text, const std::string
   return stem;
 }
 
+std::string to_string(nn::StemNorm norm) {
+  return norm == nn::StemNorm::layernorm ? "layernorm" : "none";
+}
+
+nn::StemNorm parse_stem_norm(const std::string& text, const std::string& key) {
+  if (text == "none") return nn::StemNorm::none;
+  if (text == "layernorm") return nn::StemNorm::layernorm;
+  throw Error(cat_str("ViTConfig: '", key, "' must be none or layernorm, got '", text, "'"));
+}
+
 int64_t ViTConfig::feature_size() const {
   return nn::ConvStem::output_size(img_size, stem);
 }
@@ -191,6 +201,8 @@ void ViTConfig::validate() const {
     check(stage.stride == 1 || stage.stride == 2, "ViTConfig: a 'stem' stage's stride must be 1 "
           "or 2, got ", stem_str(stem));
   }
+  check(stem_norm == nn::StemNorm::none || !stem.empty(),
+        "ViTConfig: 'stem_norm' is layernorm but there is no stem");
   if (stem.empty())
     check(img_size % patch_size == 0, "ViTConfig: img_size ", img_size,
           " is not divisible by patch_size ", patch_size);
@@ -210,7 +222,8 @@ void ViTConfig::validate() const {
                             double(depth) * (4 * E * E + 2 * E * E * mlp_ratio) +
                             E * double(num_classes);
   for (size_t i = 0; i < stem.size(); ++i)
-    parameters += double(stem[i].channels) * (9.0 * double(i ? stem[i - 1].channels : in_chans) + 1);
+    parameters +=
+        double(stem[i].channels) * (9.0 * double(i ? stem[i - 1].channels : in_chans) + 3);
   check(parameters <= kMaxParameters, "ViTConfig: the model would have ", parameters,
         " parameters, more than the limit of ", kMaxParameters, " (depth ", depth, ", embed_dim ",
         embed_dim, ")");
@@ -231,14 +244,23 @@ double ViTConfig::layerscale_init() const {
 }
 
 json ViTConfig::to_json() const {
-  return {{"img_size", img_size},     {"patch_size", patch_size},
-          {"in_chans", in_chans},     {"num_classes", num_classes},
-          {"embed_dim", embed_dim},   {"depth", depth},
-          {"num_heads", num_heads},   {"mlp_ratio", mlp_ratio},
-          {"qkv_bias", qkv_bias},     {"norm", to_string(norm)},
-          {"layerscale", layerscale.str()}, {"grn", grn},
-          {"global_pool", to_string(global_pool)}, {"drop_path_rate", drop_path_rate},
-          {"dropout", dropout},       {"stem", stem_str(stem)}};
+  return {{"img_size", img_size},
+          {"patch_size", patch_size},
+          {"in_chans", in_chans},
+          {"num_classes", num_classes},
+          {"embed_dim", embed_dim},
+          {"depth", depth},
+          {"num_heads", num_heads},
+          {"mlp_ratio", mlp_ratio},
+          {"qkv_bias", qkv_bias},
+          {"norm", to_string(norm)},
+          {"layerscale", layerscale.str()},
+          {"grn", grn},
+          {"global_pool", to_string(global_pool)},
+          {"drop_path_rate", drop_path_rate},
+          {"dropout", dropout},
+          {"stem", stem_str(stem)},
+          {"stem_norm", to_string(stem_norm)}};
 }
 
 ViTConfig ViTConfig::from_json(const json& j) {
@@ -270,6 +292,7 @@ ViTConfig ViTConfig::from_json(const json& j) {
   c.drop_path_rate = field(j, "drop_path_rate", c.drop_path_rate, "a number");
   c.dropout = field(j, "dropout", c.dropout, "a number");
   c.stem = parse_stem(field(j, "stem", stem_str(c.stem), "a string"));
+  c.stem_norm = parse_stem_norm(field(j, "stem_norm", to_string(c.stem_norm), "a string"));
   c.validate();
   return c;
 }

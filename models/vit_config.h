@@ -45,6 +45,9 @@ GlobalPool parse_global_pool(const std::string& text, const std::string& key = "
 // a stage of stride 1 marked "s1": "conv:32s1,64".
 std::string stem_str(const std::vector<nn::StemStage>& stem);
 std::vector<nn::StemStage> parse_stem(const std::string& text, const std::string& key = "stem");
+// The stem's norm: "none" or "layernorm".
+std::string to_string(nn::StemNorm norm);
+nn::StemNorm parse_stem_norm(const std::string& text, const std::string& key = "stem_norm");
 
 struct ViTConfig {
   int64_t img_size = 28;
@@ -67,6 +70,9 @@ struct ViTConfig {
   // into patches. Written "none", "conv:32,64" or "conv:32s1,64" in JSON; a file without it
   // has none.
   std::vector<nn::StemStage> stem;
+  // With a stem, a LayerNorm over the channels after each convolution (before its GELU):
+  // "stem_norm": "none" or "layernorm" in JSON; a file without it has none.
+  nn::StemNorm stem_norm = nn::StemNorm::none;
 
   // Throws vg::Error naming the field when a value is out of range or inconsistent
   // (embed_dim not divisible by num_heads, img_size or the stem's output not divisible by

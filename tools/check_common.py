@@ -13,12 +13,15 @@ DATA = "synthetic"  # the images the models are trained and compared on (--data)
 
 # Small models covering every option the exports must carry: timm's plain ViT with class
 # token pooling; LayerScale and average pooling (fc_norm); LearnableScaler norms with GRN; a
-# convolutional stem with a stride-1 and a stride-2 stage (28 -> 28 -> 14, cut into 2x2 patches).
+# convolutional stem with a stride-1 and a stride-2 stage (28 -> 28 -> 14, cut into 2x2 patches),
+# with and without its LayerNorms.
 MODELS = {
     "layernorm-token": "--depth 2 --dim 32 --heads 2 --pool token",
     "layerscale-avg": "--depth 2 --dim 32 --heads 4 --pool avg --layerscale 0.1",
     "scaler-grn": "--depth 2 --dim 32 --heads 2 --norm learnable_scaler --grn --layerscale 0.1",
     "conv-stem": "--depth 2 --dim 32 --heads 2 --stem conv:8s1,16 --patch 2",
+    "conv-stem-norm": "--depth 2 --dim 32 --heads 2 --stem conv:8s1,16 --stem-norm layernorm "
+    "--patch 2",
 }
 
 

@@ -31,7 +31,10 @@ std::vector<Flag> model_flags() {
           {"--stem", "SPEC",
            "none | conv:C1,C2,...: a 3x3 stride-2 convolution + GELU per entry before the patch "
            "embedding, stride 1 where an entry ends in s1 (e.g. conv:32,64 or conv:32s1,64 with "
-           "--patch 1)"}};
+           "--patch 1)"},
+          {"--stem-norm", "KIND",
+           "none | layernorm: a LayerNorm over the channels after each stem "
+           "convolution"}};
 }
 
 void model_aliases(ArgParser& args) {
@@ -80,6 +83,8 @@ ViTConfig model_from_flags(const ArgParser& args, const data::DataShape* data) {
   } catch (const Error& e) {
     args.fail(e.what());
   }
+  c.stem_norm =
+      parse_stem_norm(args.choice("--stem-norm", to_string(c.stem_norm), {"none", "layernorm"}));
   try {
     if (data && !args.has("--config"))
       c = fit_model_to_data(c, *data, args.has("--img-size") || args.has("--model"));

@@ -118,14 +118,24 @@ def stem_stages(cfg):
     return [(int(e[:-2]), 1) if e.endswith("s1") else (int(e), 2) for e in entries]
 
 
+class ChannelNorm(nn.LayerNorm):
+    """A LayerNorm over the channels of an NCHW map (vitgrad's stem norm, eps 1e-6)."""
+
+    def forward(self, x):
+        return super().forward(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+
+
 class ConvStem(nn.Module):
     """vitgrad's ConvStem: per stage a 3x3 convolution of the stage's stride and padding 1,
-    then GELU; children conv1, act1, conv2, act2, ..."""
+    with stem_norm "layernorm" a LayerNorm over the channels, then GELU; children conv1,
+    (norm1,) act1, conv2, ..."""
 
-    def __init__(self, in_chans, stages):
+    def __init__(self, in_chans, stages, norm=False):
         super().__init__()
         for i, (out, stride) in enumerate(stages, 1):
             self.add_module(f"conv{i}", nn.Conv2d(in_chans, out, 3, stride=stride, padding=1))
+            if norm:
+                self.add_module(f"norm{i}", ChannelNorm(out, eps=1e-6))
             self.add_module(f"act{i}", nn.GELU())
             in_chans = out
 
@@ -146,7 +156,8 @@ class VisionTransformer(nn.Module):
         self.global_pool = cfg["global_pool"]
         self.cls_token = nn.Parameter(torch.zeros(1, 1, dim))
         self.pos_embed = nn.Parameter(torch.zeros(1, grid * grid + 1, dim))
-        self.stem = ConvStem(cfg["in_chans"], stem) if stem else nn.Identity()
+        stem_norm = cfg.get("stem_norm", "none") == "layernorm"
+        self.stem = ConvStem(cfg["in_chans"], stem, stem_norm) if stem else nn.Identity()
         self.patch_embed = nn.Module()
         self.patch_embed.proj = nn.Conv2d(stem[-1][0] if stem else cfg["in_chans"], dim,
                                           cfg["patch_size"], stride=cfg["patch_size"])

@@ -90,6 +90,54 @@ TEST_CASE("ConvStem is GELU after each convolution, in stage order") {
   CHECK(stem(x).to_vector() == want.to_vector());
 }
 
+TEST_CASE("A ConvStem with StemNorm::layernorm normalises each pixel's channels before GELU") {
+  Rng rng(4);
+  ConvStem stem(9, 2, {StemStage(3, 1), StemStage(5)}, rng, nn::StemNorm::layernorm);
+  CHECK(stem.describe() ==
+        "ConvStem(img_size=9, in_chans=2, channels=[3,5], strides=[1,2], norm=layernorm)");
+  std::vector<std::string> children;
+  for (const auto& [name, module] : stem.children()) children.push_back(name);
+  CHECK(children == std::vector<std::string>{"conv1", "norm1", "act1", "conv2", "norm2", "act2"});
+  ParameterList p = stem.named_parameters();
+  REQUIRE(p.size() == 8);
+  CHECK(p[2].name == "norm1.weight");
+  CHECK(p[2].tensor.shape() == Shape{3});
+  CHECK(p[2].no_weight_decay);
+  CHECK(p[7].name == "norm2.bias");
+  // The convolutions draw the same numbers as in a stem without norms.
+  Rng again(4);
+  ConvStem plain(9, 2, {StemStage(3, 1), StemStage(5)}, again);
+  CHECK(plain.named_parameters()[2].tensor.to_vector() == p[4].tensor.to_vector());
+  // Non-trivial norm parameters, so that a swapped weight and bias would show (in float64,
+  // as randomize_parameters makes them).
+  stem.to(DType::f64);
+  randomize_parameters(stem, 5, 0.5);
+  p = stem.named_parameters();
+  Tensor x = variable({2, 9, 9, 2}, 4).detach();
+  Tensor want =
+      gelu(layer_norm(conv2d(x, p[0].tensor, p[1].tensor, 1, 1), p[2].tensor, p[3].tensor, 1e-6));
+  want = gelu(
+      layer_norm(conv2d(want, p[4].tensor, p[5].tensor, 2, 1), p[6].tensor, p[7].tensor, 1e-6));
+  CHECK(want.shape() == Shape{2, 5, 5, 5});
+  CHECK(stem(x).to_vector() == want.to_vector());
+  // Every pixel of the first stage's normalised map has mean 0 and variance 1 over its
+  // channels: checked on a stem whose norms are still ones and zeros.
+  ConvStem fresh(9, 2, {StemStage(4, 1)}, again, nn::StemNorm::layernorm);
+  x = x.to(DType::f32);
+  const ParameterList q = fresh.named_parameters();
+  const Tensor h =
+      layer_norm(conv2d(x, q[0].tensor, q[1].tensor, 1, 1), q[2].tensor, q[3].tensor, 1e-6);
+  const std::vector<double> v = h.to_vector();
+  for (size_t pixel = 0; pixel < v.size() / 4; ++pixel) {
+    double mean = 0, square = 0;
+    for (size_t c = 0; c < 4; ++c) mean += v[pixel * 4 + c] / 4;
+    for (size_t c = 0; c < 4; ++c)
+      square += (v[pixel * 4 + c] - mean) * (v[pixel * 4 + c] - mean) / 4;
+    CHECK(std::abs(mean) < 1e-5);
+    CHECK(square == doctest::Approx(1.0).epsilon(1e-3));
+  }
+}
+
 TEST_CASE("Conv2d and ConvStem pass gradcheck for the images and every parameter") {
   Rng rng(5);
   Conv2d conv(2, 3, 3, 2, 1, rng);
@@ -102,6 +150,11 @@ TEST_CASE("Conv2d and ConvStem pass gradcheck for the images and every parameter
   randomize_parameters(stem, 8, 0.5);
   expect_module_gradients("ConvStem", stem, variable({2, 7, 7, 2}, 9),
                           [&](const Tensor& x) { return stem(x); });
+  ConvStem normed(7, 2, {StemStage(3, 1), StemStage(4)}, rng, nn::StemNorm::layernorm);
+  normed.to(DType::f64);
+  randomize_parameters(normed, 10, 0.5);  // norm weights and biases away from 1 and 0
+  expect_module_gradients("ConvStem with LayerNorms", normed, variable({2, 7, 7, 2}, 11),
+                          [&](const Tensor& x) { return normed(x); });
 }
 
 TEST_CASE("Conv2d and ConvStem reject wrong images with one clear error") {

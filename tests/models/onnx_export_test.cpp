@@ -151,3 +151,20 @@ TEST_CASE("ONNX export of a ViT with a convolutional stem: a Conv and a GELU per
   CHECK(ops.at("Erf") == 2 + 2);   // the stem's GELUs, then the MLPs'
   CHECK(ops.at("Softmax") == 2);
 }
+
+TEST_CASE("ONNX export of a stem with LayerNorms: each between two Transposes, before its GELU") {
+  vg::ViTConfig c = vg::testing::small_config(2);
+  c.stem = {vg::nn::StemStage(4, 1), 8};
+  c.stem_norm = vg::nn::StemNorm::layernorm;
+  c.patch_size = 2;
+  const vg::ViTConfig plain_config = [&] {
+    vg::ViTConfig p = c;
+    p.stem_norm = vg::nn::StemNorm::none;
+    return p;
+  }();
+  const auto ops = check_export(c), plain = check_export(plain_config);
+  CHECK(ops.at("LayerNormalization") == plain.at("LayerNormalization") + 2);
+  CHECK(ops.at("Transpose") == plain.at("Transpose") + 2 * 2);  // to NHWC and back, per stage
+  CHECK(ops.at("Conv") == 2 + 1);
+  CHECK(ops.at("Erf") == 2 + 2);
+}

@@ -25,8 +25,10 @@ TEST_CASE("ViTConfig round-trips through JSON, every field included") {
   c.drop_path_rate = 0.15;
   c.dropout = 0.05;
   c.stem = {8, 16};  // 32 -> 16 -> 8: one patch of 8
+  c.stem_norm = nn::StemNorm::layernorm;
   const json j = c.to_json();
-  CHECK(j.size() == 16);
+  CHECK(j.size() == 17);
+  CHECK(j.at("stem_norm") == "layernorm");
   CHECK(j.at("layerscale") == "1e-4");
   CHECK(j.at("stem") == "conv:8,16");
   CHECK(j.at("norm") == "learnable_scaler");
@@ -167,6 +169,26 @@ TEST_CASE("The stem is written none or conv:C1,C2,... (s1: stride 1); a config w
   }
   CHECK_THROWS_WITH_AS(ViTConfig::from_json({{"stem", json::array({32, 64})}}),
                        "ViTConfig: 'stem' must be a string, got [32,64]", Error);
+}
+
+TEST_CASE("The stem's norm is written none or layernorm; a config without it has none") {
+  CHECK(ViTConfig{}.stem_norm == nn::StemNorm::none);
+  CHECK(ViTConfig{}.to_json().at("stem_norm") == "none");
+  CHECK(ViTConfig::from_json({{"stem", "conv:8,16"}, {"patch_size", 7}}).stem_norm ==
+        nn::StemNorm::none);
+  const ViTConfig c = ViTConfig::from_json(
+      {{"stem", "conv:32s1,64"}, {"stem_norm", "layernorm"}, {"patch_size", 1}});
+  CHECK(c.stem_norm == nn::StemNorm::layernorm);
+  CHECK(ViTConfig::from_json(c.to_json()) == c);
+  CHECK(c.to_json().at("stem_norm") == "layernorm");
+  CHECK_THROWS_WITH_AS(
+      ViTConfig::from_json({{"stem", "conv:8,16"}, {"patch_size", 7}, {"stem_norm", "batchnorm"}}),
+      "ViTConfig: 'stem_norm' must be none or layernorm, got 'batchnorm'", Error);
+  CHECK_THROWS_WITH_AS(ViTConfig::from_json({{"stem_norm", "layernorm"}}),
+                       "ViTConfig: 'stem_norm' is layernorm but there is no stem", Error);
+  CHECK_THROWS_WITH_AS(
+      ViTConfig::from_json({{"stem", "conv:8,16"}, {"patch_size", 7}, {"stem_norm", true}}),
+      "ViTConfig: 'stem_norm' must be a string, got true", Error);
 }
 
 TEST_CASE("With a stem the patches are cut from its output: 28 -> 14 -> 7, 49 tokens at patch 1") {
