@@ -199,6 +199,12 @@ std::vector<GradcheckCase> module_gradcheck_cases() {
     const std::vector<StemStage> stages{StemStage(3, 1), StemStage(4)};  // stride 1, then 2
     return std::make_shared<ConvStem>(7, 2, stages, rng);
   }));
+  c.push_back(layer<ConvStem>("ConvStem:layernorm", {2, 7, 7, 2}, [](Rng& rng) {
+    // Four and five channels: a LayerNorm over two or three is nearly a sign function, whose
+    // central differences are too ill-conditioned to compare.
+    const std::vector<StemStage> stages{StemStage(4, 1), StemStage(5)};
+    return std::make_shared<ConvStem>(7, 2, stages, rng, StemNorm::layernorm);
+  }));
   for (const double p : {0.0, 0.5}) {
     const std::string variant = p == 0 ? "" : ":training";  // p 0: the identity
     c.push_back(masked<DropPath>("DropPath" + variant, p, {4, 3, 2}));

@@ -82,8 +82,8 @@ void conv_input_gradient(const ConvGeometry& g, int64_t c_out, const T* grad, co
     thread_local std::vector<T> columns;  // one image's, grown once per shape
     columns.resize(rows_per_image * len);
     for (int64_t n = n0; n < n1; ++n) {
-      gemm(false, false, rows_per_image, len, c_out, T(1), grad + n * rows_per_image * c_out,
-           c_out, weight, len, T(0), columns.data(), len);
+      gemm(false, false, rows_per_image, len, c_out, T(1), grad + n * rows_per_image * c_out, c_out,
+           weight, len, T(0), columns.data(), len);
       col2im(one, columns.data(), image + n * image_len);
     }
   });
@@ -122,11 +122,11 @@ void col2im_reference(const ConvGeometry& g, const T* columns, T* image) {
             }
 }
 
-#define VG_IM2COL(T)                                                 \
-  template void im2col(const ConvGeometry&, const T*, T*);           \
-  template void col2im(const ConvGeometry&, const T*, T*);           \
+#define VG_IM2COL(T)                                                                       \
+  template void im2col(const ConvGeometry&, const T*, T*);                                 \
+  template void col2im(const ConvGeometry&, const T*, T*);                                 \
   template void conv_input_gradient(const ConvGeometry&, int64_t, const T*, const T*, T*); \
-  template void im2col_reference(const ConvGeometry&, const T*, T*); \
+  template void im2col_reference(const ConvGeometry&, const T*, T*);                       \
   template void col2im_reference(const ConvGeometry&, const T*, T*);
 VG_IM2COL(float)
 VG_IM2COL(double)

@@ -102,7 +102,8 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t
     std::vector<Tensor> grads(n_inputs);
     if (need_x) grads[0] = input_gradient(g, g2, ws);
     if (need_w)
-      grads[1] = permute(matmul(g2, columns, true, false).reshape({c_out, k, k, c_in}), {0, 3, 1, 2});
+      grads[1] =
+          permute(matmul(g2, columns, true, false).reshape({c_out, k, k, c_in}), {0, 3, 1, 2});
     if (need_b) grads[2] = sum(g2, {0});
     return grads;
   });

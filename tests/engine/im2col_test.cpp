@@ -64,8 +64,8 @@ TEST_CASE("im2col reads zeros in the padding and lays a row out in (i, j, c) ord
   kernels::im2col(g, image.data(), cols.data());
   const std::vector<float> row0(cols.begin(), cols.begin() + 18);
   // Tap by tap (i, j), each tap both channels of its pixel.
-  CHECK(row0 == std::vector<float>{0, 0, 0, 0, 0, 0,     // taps (0, 0) (0, 1) (0, 2)
-                                   0, 0, 0, 1, 10, 11,   // taps (1, 0) (1, 1) (1, 2)
+  CHECK(row0 == std::vector<float>{0, 0, 0, 0, 0, 0,    // taps (0, 0) (0, 1) (0, 2)
+                                   0, 0, 0, 1, 10, 11,  // taps (1, 0) (1, 1) (1, 2)
                                    0, 0, 30, 31, 40, 41});
   // Row 3 is centred on pixel (2, 2): its last row and column are padding.
   const std::vector<float> row3(cols.begin() + 54, cols.end());
