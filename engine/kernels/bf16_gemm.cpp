@@ -146,29 +146,48 @@ void rows_packing_a(const detail::Bf16Operands& packed_b, int64_t m, int64_t n, 
 }
 
 // AVX512-BF16 with A transposed (a weight gradient dW = dY^T X: k, the batch's tokens, is the
-// long side): A and B are packed one chunk of k at a time and that chunk is added to all of
-// C at once, so the packed chunk stays in cache instead of the whole of both operands making
-// a round trip through memory. The chunks are kChunkPairs long and added in order, as before.
+// long side): A and B are packed one chunk of k at a time and that chunk is added to C, so
+// the packed chunk stays in cache instead of the whole of both operands making a round trip
+// through memory. The chunks are kChunkPairs long and added in order.
+//
+// Each thread owns a fixed block of C for the whole sum and packs its own chunks: its rows'
+// columns of A and all of B, or its columns of B and all of A, whichever copies less. One
+// parallel region per product, not one per chunk, whose start and end would cost more than
+// a chunk's arithmetic where C is small (a convolution's weight gradient).
 void chunks_packing_both(bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                          int64_t lda, const float* b, int64_t ldb, float beta, float* c,
                          int64_t ldc, const float* start, int64_t panel_cols) {
-  const int64_t panels = (n + panel_cols - 1) / panel_cols, row_tiles = (m + 5) / 6;
-  thread_local std::vector<uint32_t> a_words, b_words;  // grown once per shape, then reused
-  if (a_words.size() < size_t(kChunkPairs * m)) a_words.resize(kChunkPairs * m);
-  if (b_words.size() < size_t(panels * kChunkPairs * panel_cols))
-    b_words.resize(panels * kChunkPairs * panel_cols);
-  for (int64_t l0 = 0; l0 < k; l0 += 2 * kChunkPairs) {
-    const int64_t terms = std::min(2 * kChunkPairs, k - l0);
-    detail::Bf16Operands ops;
-    ops.pairs = (terms + 1) / 2, ops.panel_cols = panel_cols;
-    interleave_rows(terms, m, a + l0 * lda, lda, a_words.data(), m);
-    pack_b(tb, terms, n, tb ? b + l0 : b + l0 * ldb, ldb, panel_cols, ops.pairs, b_words.data());
-    ops.a = a_words.data(), ops.a_row = 1, ops.a_pair = m, ops.b = b_words.data();
-    const bool first = l0 == 0;
-    const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 18) / (6 * n * terms));
-    parallel_for(row_tiles, grain, [&](int64_t t0, int64_t t1) {
-      detail::bf16_rows_avx512(ops, t0 * 6, std::min(m, t1 * 6), n, 0, ops.pairs, alpha,
-                               first ? beta : 1.0f, first ? start : nullptr, c, ldc);
+  // C's block (rows i0 + [0, rows), columns j0 + [0, cols)) over the whole of k.
+  auto block = [&](int64_t i0, int64_t rows, int64_t j0, int64_t cols) {
+    const int64_t panels = (cols + panel_cols - 1) / panel_cols;
+    thread_local std::vector<uint32_t> a_words, b_words;  // grown once per shape, then reused
+    if (a_words.size() < size_t(kChunkPairs * rows)) a_words.resize(kChunkPairs * rows);
+    if (b_words.size() < size_t(panels * kChunkPairs * panel_cols))
+      b_words.resize(panels * kChunkPairs * panel_cols);
+    for (int64_t l0 = 0; l0 < k; l0 += 2 * kChunkPairs) {
+      const int64_t terms = std::min(2 * kChunkPairs, k - l0);
+      detail::Bf16Operands ops;
+      ops.pairs = (terms + 1) / 2, ops.panel_cols = panel_cols;
+      interleave_rows(terms, rows, a + l0 * lda + i0, lda, a_words.data(), rows);
+      pack_b(tb, terms, cols, tb ? b + j0 * ldb + l0 : b + l0 * ldb + j0, ldb, panel_cols,
+             ops.pairs, b_words.data());
+      ops.a = a_words.data(), ops.a_row = 1, ops.a_pair = rows, ops.b = b_words.data();
+      const bool first = l0 == 0;
+      detail::bf16_rows_avx512(ops, 0, rows, cols, 0, ops.pairs, alpha, first ? beta : 1.0f,
+                               first && start ? start + j0 : nullptr, c + i0 * ldc + j0, ldc);
+    }
+  };
+  const int64_t grain_macs = int64_t(1) << 18;
+  if (m >= n) {  // rows of C in the kernel's tiles of 6
+    const int64_t tiles = (m + 5) / 6, grain = std::max<int64_t>(1, grain_macs / (6 * n * k));
+    parallel_for(tiles, grain, [&](int64_t t0, int64_t t1) {
+      block(t0 * 6, std::min(m, t1 * 6) - t0 * 6, 0, n);
+    });
+  } else {  // columns of C in vectors of 16
+    const int64_t vectors = (n + kLanes - 1) / kLanes;
+    const int64_t grain = std::max<int64_t>(1, grain_macs / (kLanes * m * k));
+    parallel_for(vectors, grain, [&](int64_t v0, int64_t v1) {
+      block(0, m, v0 * kLanes, std::min(n, v1 * kLanes) - v0 * kLanes);
     });
   }
 }

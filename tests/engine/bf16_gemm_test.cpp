@@ -137,7 +137,8 @@ void check_case(const Case& s) {
 // Shapes of this project: linear layers (rows = tokens of a batch, k and n 64..768, weight
 // gradients with a long k cut in chunks of 512 terms) and attention heads (50 x 50 x 16..64).
 // They cover a remainder of 1 to 5 rows below the 6-row tiles, a last vector of 1 to 15 lanes,
-// 1 to 4 vectors across a panel, narrow C (16 wide or less, 12-row tiles), odd k and k = 1.
+// 1 to 4 vectors across a panel, narrow C (16 wide or less, 12-row tiles), odd k and k = 1,
+// and C shared among threads by rows and by columns.
 TEST_CASE(
     "gemm_bf16 matches a float64 reference within the bound of bf16 operands and float sums") {
   if (!have_bf16()) {
@@ -158,6 +159,10 @@ TEST_CASE(
     check_case({false, true, 300, 200, 192, 1.0f, 0.0f, true, tiles});  // a linear forward
     check_case({false, true, 64, 769, 768, 1.0f, 0.0f, true, tiles});
     check_case({true, false, 192, 64, 3200, 1.0f, 1.0f, false, tiles});  // a weight gradient
+    // A convolution's weight gradient: C wider than tall, shared among threads by columns
+    // (with the start offset to each thread's columns), and a narrow one by rows.
+    check_case({true, false, 32, 290, 1500, 1.0f, 0.0f, true, tiles});
+    check_case({true, true, 32, 9, 2100, 1.0f, 1.0f, false, tiles});
     check_case({false, false, 5, 7, 0, 1.0f, 0.5f, false, tiles});       // k = 0: only beta
     // Rows end to end: packed as one long row when k is even (and row by row when it is odd).
     for (bool tb : {false, true}) {
