@@ -29,7 +29,11 @@ std::vector<Flag> ablate_flags() {
   std::vector<Flag> flags;
   for (const Flag& f : model_flags())  // each variant sets the norm, LayerScale and GRN itself
     if (f.name != "--norm" && f.name != "--layerscale" && f.name != "--grn") flags.push_back(f);
-  for (const Flag& f : recipe_flags()) flags.push_back(f);
+  for (Flag f : recipe_flags()) {
+    if (f.name == "--epochs")  // ablate's own default
+      f.help = cat_str("passes over the training set per variant (default ", kDefaultEpochs, ")");
+    flags.push_back(f);
+  }
   flags.push_back({"--threads", "N", "threads for kernels and OpenBLAS (default: all cores)"});
   flags.push_back({"--log-every", "N", "steps between metrics records (default 25)"});
   flags.push_back({"--out", "DIR", "where the runs and report.md go (required)"});

@@ -131,4 +131,7 @@ TEST_CASE("ablate misuse is one line on stderr and exit code 2") {
   CHECK(help.exit_code == 0);
   CHECK(help.out.find("--out DIR") != std::string::npos);
   CHECK(help.out.find("diverged") != std::string::npos);
+  // The flag's line gives ablate's own default, not train's.
+  CHECK(help.out.find("per variant (default 4)") != std::string::npos);
+  CHECK(help.out.find("(default 10)") == std::string::npos);
 }
