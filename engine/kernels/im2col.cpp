@@ -10,19 +10,41 @@
 namespace vg::kernels {
 namespace {
 
-// Calls f(tap, pixel) for the k * k taps of column row r in order (tap = i * k + j): pixel =
-// the offset of the covered input pixel's first channel, or -1 where the tap lies in the
-// padding.
+// Output position (n, oy, ox) of column row r, stepped row by row without a division.
+struct Position {
+  int64_t n, oy, ox;
+  Position(const ConvGeometry& g, int64_t r)
+      : n(r / (g.out_height() * g.out_width())),
+        oy(r / g.out_width() % g.out_height()),
+        ox(r % g.out_width()) {}
+  void next(const ConvGeometry& g) {
+    if (++ox < g.out_width()) return;
+    ox = 0;
+    if (++oy == g.out_height()) oy = 0, ++n;
+  }
+};
+
+// Calls f(offset, pixel, count) for the k kernel rows of the patch at `at`, in order, in runs
+// of taps: `count` values at row[offset] belong with the image's values at `pixel` (side by
+// side in a channels-last image), or with the zero padding where pixel = -1. A kernel row
+// inside the image is one run of k * C values; one that crosses an edge is a run per tap.
 template <class F>
-inline void for_each_tap(const ConvGeometry& g, int64_t r, F&& f) {
-  const int64_t Ho = g.out_height(), Wo = g.out_width();
-  const int64_t n = r / (Ho * Wo), oy = r / Wo % Ho, ox = r % Wo;
-  for (int64_t i = 0; i < g.kernel; ++i) {
-    const int64_t y = oy * g.stride - g.padding + i;
-    for (int64_t j = 0; j < g.kernel; ++j) {
-      const int64_t x = ox * g.stride - g.padding + j;
-      const bool inside = y >= 0 && y < g.height && x >= 0 && x < g.width;
-      f(i * g.kernel + j, inside ? ((n * g.height + y) * g.width + x) * g.channels : -1);
+inline void for_each_run(const ConvGeometry& g, const Position& at, F&& f) {
+  const int64_t C = g.channels, k = g.kernel, x0 = at.ox * g.stride - g.padding;
+  for (int64_t i = 0; i < k; ++i) {
+    const int64_t y = at.oy * g.stride - g.padding + i, offset = i * k * C;
+    if (y < 0 || y >= g.height) {
+      f(offset, int64_t{-1}, k * C);
+      continue;
+    }
+    const int64_t line = (at.n * g.height + y) * g.width;
+    if (x0 >= 0 && x0 + k <= g.width) {
+      f(offset, (line + x0) * C, k * C);
+      continue;
+    }
+    for (int64_t j = 0; j < k; ++j) {
+      const int64_t x = x0 + j;
+      f(offset + j * C, x >= 0 && x < g.width ? (line + x) * C : -1, C);
     }
   }
 }
@@ -31,17 +53,18 @@ inline void for_each_tap(const ConvGeometry& g, int64_t r, F&& f) {
 
 template <class T>
 void im2col(const ConvGeometry& g, const T* image, T* columns) {
-  const int64_t C = g.channels, len = g.row_len();
+  const int64_t len = g.row_len();
   parallel_for(g.rows(), 64, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
+    Position at(g, r0);
+    for (int64_t r = r0; r < r1; ++r, at.next(g)) {
       T* row = columns + r * len;
-      for_each_tap(g, r, [&](int64_t tap, int64_t pixel) {
+      for_each_run(g, at, [&](int64_t offset, int64_t pixel, int64_t count) {
         if (pixel < 0)
-          std::fill(row + tap * C, row + (tap + 1) * C, T(0));
-        else if (C < 8)  // a grey or colour image: a call per pixel would cost more
-          for (int64_t c = 0; c < C; ++c) row[tap * C + c] = image[pixel + c];
+          std::fill(row + offset, row + offset + count, T(0));
+        else if (count < 8)  // a grey or colour pixel: a call would cost more than the copy
+          for (int64_t c = 0; c < count; ++c) row[offset + c] = image[pixel + c];
         else
-          std::memcpy(row + tap * C, image + pixel, C * sizeof(T));
+          std::memcpy(row + offset, image + pixel, count * sizeof(T));
       });
     }
   });
@@ -55,17 +78,18 @@ inline void add_into(T* __restrict dst, const T* __restrict src, int64_t n) {
 
 template <class T>
 void col2im(const ConvGeometry& g, const T* columns, T* image) {
-  const int64_t C = g.channels, len = g.row_len();
-  const int64_t image_len = g.height * g.width * g.channels;
+  const int64_t len = g.row_len(), image_len = g.height * g.width * g.channels;
   const int64_t rows_per_image = g.out_height() * g.out_width();
   // One image per task: two output positions of an image may cover the same pixel, two
-  // images never do.
+  // images never do. A run's taps cover different pixels, so each pixel still receives its
+  // terms in (row, tap) order.
   parallel_for(g.batch, 1, [&](int64_t n0, int64_t n1) {
     std::fill(image + n0 * image_len, image + n1 * image_len, T(0));
-    for (int64_t r = n0 * rows_per_image; r < n1 * rows_per_image; ++r) {
+    Position at(g, n0 * rows_per_image);
+    for (int64_t r = n0 * rows_per_image; r < n1 * rows_per_image; ++r, at.next(g)) {
       const T* row = columns + r * len;
-      for_each_tap(g, r, [&](int64_t tap, int64_t pixel) {
-        if (pixel >= 0) add_into(image + pixel, row + tap * C, C);
+      for_each_run(g, at, [&](int64_t offset, int64_t pixel, int64_t count) {
+        if (pixel >= 0) add_into(image + pixel, row + offset, count);
       });
     }
   });

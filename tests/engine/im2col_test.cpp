@@ -22,12 +22,12 @@ std::vector<float> ramp(int64_t n, float step) {
 
 // The geometries the tests cover: the stem's 3x3 stride 2 with padding on odd and
 // rectangular images, overlapping taps (stride 1), a kernel larger than the stride, and a
-// 1x1 kernel; batches large enough to split among threads.
+// 1x1 kernel; batches large enough to split among threads. Channels from 1 to 9: a kernel row
+// inside the image is one run of k * C values, copied element by element when it is short and
+// with one call when it is long, and a tap at an edge is a run of its own.
 std::vector<kernels::ConvGeometry> geometries() {
-  return {{5, 7, 6, 3, 3, 2, 1},
-          {4, 5, 5, 2, 3, 1, 1},
-          {3, 9, 8, 2, 5, 3, 2},
-          {6, 4, 4, 4, 1, 1, 0},
+  return {{5, 7, 6, 3, 3, 2, 1}, {3, 6, 7, 9, 3, 1, 1}, {3, 8, 8, 1, 3, 1, 1},
+          {4, 5, 5, 2, 3, 1, 1}, {3, 9, 8, 2, 5, 3, 2}, {6, 4, 4, 4, 1, 1, 0},
           {2, 6, 5, 1, 3, 2, 0}};
 }
 
