@@ -241,14 +241,36 @@ void gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, c
   const auto rows = tiles == Bf16Tiles::amx         ? detail::bf16_rows_amx
                     : tiles == Bf16Tiles::amx_model ? detail::bf16_rows_amx_model
                                                     : detail::bf16_rows_avx512;
+  // Each thread takes a part of C, at least ~2^18 multiply-adds, and sweeps it once per chunk
+  // of k (the chunk's pairs of B stay in L2 meanwhile): whole row tiles where C is tall
+  // enough to share that way; a short C (a convolution's weight gradient, c_out rows) in
+  // blocks of a row tile by a panel, in row-major order.
   const int64_t row_tiles = (m + layout.tile_rows - 1) / layout.tile_rows;
-  // Row tiles shared among threads, each part at least ~2^18 multiply-adds.
-  const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 18) / (layout.tile_rows * n * k));
-  parallel_for(row_tiles, grain, [&](int64_t t0, int64_t t1) {
-    const int64_t i0 = t0 * layout.tile_rows, i1 = std::min(m, t1 * layout.tile_rows);
+  const int64_t width = layout.panel_cols, macs = int64_t(1) << 18;
+  auto chunks = [&](int64_t i0, int64_t i1, int64_t q0, int64_t q1, int64_t p) {
+    const int64_t j0 = q0 * width;
+    detail::Bf16Operands part = ops;
+    part.b = ops.b + q0 * ops.pairs * width;
+    rows(part, i0, i1, std::min(n, q1 * width) - j0, p, std::min(ops.pairs, p + kChunkPairs), alpha,
+         p == 0 ? beta : 1.0f, p == 0 && start ? start + j0 : nullptr, c + j0, ldc);
+  };
+  if (row_tiles >= 2 * num_threads() || panels == 1) {
+    const int64_t grain = std::max<int64_t>(1, macs / (layout.tile_rows * n * k));
+    parallel_for(row_tiles, grain, [&](int64_t t0, int64_t t1) {
+      const int64_t i0 = t0 * layout.tile_rows, i1 = std::min(m, t1 * layout.tile_rows);
+      for (int64_t p = 0; p < ops.pairs; p += kChunkPairs) chunks(i0, i1, 0, panels, p);
+    });
+    return;
+  }
+  const int64_t grain = std::max<int64_t>(1, macs / (layout.tile_rows * width * k));
+  parallel_for(row_tiles * panels, grain, [&](int64_t b0, int64_t b1) {
     for (int64_t p = 0; p < ops.pairs; p += kChunkPairs)
-      rows(ops, i0, i1, n, p, std::min(ops.pairs, p + kChunkPairs), alpha, p == 0 ? beta : 1.0f,
-           p == 0 ? start : nullptr, c, ldc);
+      for (int64_t b = b0; b < b1;) {  // the blocks of one row tile at a time
+        const int64_t tile = b / panels, q0 = b % panels, q1 = std::min(panels, q0 + (b1 - b));
+        const int64_t i0 = tile * layout.tile_rows;
+        chunks(i0, std::min(m, i0 + layout.tile_rows), q0, q1, p);
+        b += q1 - q0;
+      }
   });
 }
 
