@@ -10,6 +10,7 @@
 #include "engine/core/parallel.h"
 #include "engine/io/checkpoint.h"
 #include "engine/io/safetensors.h"
+#include "engine/kernels/matmul_precision.h"
 #include "engine/ops/ops.h"
 #include "models/restore.h"
 #include "models/run_data.h"
@@ -137,8 +138,8 @@ int run_train(const std::vector<std::string>& argv) {
 int run_eval(const std::vector<std::string>& argv) {
   ArgParser args(
       "eval",
-      "vitgrad eval CKPT [--data-dir DIR] [--split test|train] [--tta flip] [--json] "
-      "[--predictions FILE]",
+      "vitgrad eval CKPT [--data-dir DIR] [--split test|train] [--tta flip] [--amp bf16] "
+      "[--json] [--predictions FILE]",
       {{"--data", "NAME", "fashion-mnist | synthetic | idx (default: the run's)"},
        {"--data-dir", "DIR", "folder with the IDX files (alone: the run's data, or idx)"},
        {"--split", "NAME", "test (default) | train"},
@@ -147,6 +148,9 @@ int run_eval(const std::vector<std::string>& argv) {
        {"--tta", "KIND",
         "test-time augmentation: none (default) | flip (mean of the image's "
         "and its mirror's logits)"},
+       {"--amp", "MODE",
+        "fp32 (default) | bf16: matrix products on bf16 operands, as a run with --amp bf16 "
+        "evaluates after each epoch"},
        {"--json", "", "print one JSON line {loss, accuracy, count}"},
        {"--predictions", "FILE", "write the predicted class of every image, one a line"},
        {"--logits", "FILE",
@@ -159,6 +163,8 @@ int run_eval(const std::vector<std::string>& argv) {
     return 0;
   }
   threads_from_flags(args);
+  const MatmulPrecisionGuard amp(
+      parse_matmul_precision(args.choice("--amp", "fp32", {"fp32", "bf16"}), "--amp"));
   const std::string split = args.choice("--split", "test", {"test", "train"});
   const bool tta_flip = args.choice("--tta", "none", {"none", "flip"}) == "flip";
   const int64_t batch = args.integer("--batch", 500, 1, 65536);

@@ -32,6 +32,17 @@ std::map<int64_t, double> losses_by_step(const fs::path& metrics) {
   return out;
 }
 
+// The last epoch's record of a run, as its metrics log has it.
+nlohmann::json last_epoch_record(const fs::path& metrics) {
+  nlohmann::json last;
+  std::istringstream lines(read_text(metrics));
+  for (std::string line; std::getline(lines, line);) {
+    const auto j = nlohmann::json::parse(line);
+    if (j["kind"] == "epoch") last = j;
+  }
+  return last;
+}
+
 const std::string kRecipe =
     "train --data synthetic --synthetic-size 400 --depth 2 --dim 32 --heads 2 --batch 40 "
     "--layerscale 1e-4 --grn --opt adamw --lr 2e-3 --sched constant --log-every 1 --seed 3 "
@@ -117,6 +128,27 @@ TEST_CASE("train --amp bf16 N steps, resume, N more == 2N steps without stopping
   for (int64_t step = 4; step <= 6; ++step) CHECK(la.at(step) == lc.at(step));
 }
 
+TEST_CASE("eval --amp bf16 gives the test loss a bf16 run logged for its last epoch, bit for bit") {
+  if (!have_bf16()) {
+    MESSAGE("skipped: this CPU has no bf16 units");
+    return;
+  }
+  const fs::path dir = fresh_dir("amp_eval");
+  const auto r = vitgrad(kRecipe + "--epochs 1 --amp bf16 --out " + (dir / "run").string());
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json logged = last_epoch_record(dir / "run" / "metrics.jsonl");
+  REQUIRE(logged.contains("test_loss"));
+  const std::string eval = "eval " + (dir / "run" / "last.json").string() + " --json --amp ";
+  const auto bf16 = nlohmann::json::parse(vitgrad(eval + "bf16").out);
+  CHECK(bf16.at("loss").get<double>() == logged.at("test_loss").get<double>());
+  CHECK(bf16.at("accuracy").get<double>() == logged.at("test_accuracy").get<double>());
+  // fp32 products give another loss, close to it.
+  const auto fp32 = nlohmann::json::parse(vitgrad(eval + "fp32").out);
+  CHECK(fp32.at("loss").get<double>() != logged.at("test_loss").get<double>());
+  CHECK(std::abs(fp32.at("loss").get<double>() - logged.at("test_loss").get<double>()) < 1e-2);
+}
+
 TEST_CASE("bench --amp bf16 reports the bf16 GEMM peak beside the sgemm one") {
   if (!have_bf16()) {
     MESSAGE("skipped: this CPU has no bf16 units");
@@ -138,6 +170,7 @@ TEST_CASE("--amp bf16 on a CPU without bf16 units, or a wrong --amp, is one clea
   for (const std::string& command :
        {kRecipe + "--steps 2 --amp bf16 --out " + (dir / "t").string(),
         std::string("bench --depth 2 --dim 16 --heads 2 --batch 8 --steps 1 --amp bf16"),
+        std::string("eval ") + (dir / "missing.json").string() + " --amp bf16",
         std::string("ablate --data synthetic --synthetic-size 40 --depth 1 --dim 16 --heads 2 "
                     "--batch 20 --steps 1 --amp bf16 --out ") +
             (dir / "a").string()}) {
