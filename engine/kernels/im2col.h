@@ -2,9 +2,9 @@
 // product. Every output position (n, oy, ox) becomes a row of the column matrix holding the
 // k x k x C input values its kernel covers, flattened in (i, j, c) order: tap by tap, each
 // tap the C channels of one pixel, which lie side by side in a channels-last image, so a
-// tap is one contiguous copy (PyTorch's weight [C_out, C, k, k] is permuted to
-// [C_out, k, k, C] to match, ops/conv.cpp). Positions outside the image (the zero padding)
-// read 0. The columns are (N * Ho * Wo, k * k * C), Ho = (H + 2p - k) / s + 1.
+// kernel row inside the image (k taps) is one contiguous copy (PyTorch's weight
+// [C_out, C, k, k] is permuted to [C_out, k, k, C] to match, ops/conv.cpp). Positions
+// outside the image (the zero padding) read 0. The columns are (N * Ho * Wo, k * k * C), Ho = (H + 2p - k) / s + 1.
 //
 // Threads: im2col splits the rows; col2im splits the images, so every input element is
 // summed by one thread in one fixed order and the bits do not depend on the thread count.
