@@ -263,13 +263,13 @@ void gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, c
     return;
   }
   const int64_t grain = std::max<int64_t>(1, macs / (layout.tile_rows * width * k));
-  parallel_for(row_tiles * panels, grain, [&](int64_t b0, int64_t b1) {
+  parallel_for(row_tiles * panels, grain, [&](int64_t first, int64_t end) {
     for (int64_t p = 0; p < ops.pairs; p += kChunkPairs)
-      for (int64_t b = b0; b < b1;) {  // the blocks of one row tile at a time
-        const int64_t tile = b / panels, q0 = b % panels, q1 = std::min(panels, q0 + (b1 - b));
-        const int64_t i0 = tile * layout.tile_rows;
+      for (int64_t block = first; block < end;) {  // the blocks of one row tile at a time
+        const int64_t tile = block / panels, q0 = block % panels;
+        const int64_t q1 = std::min(panels, q0 + (end - block)), i0 = tile * layout.tile_rows;
         chunks(i0, std::min(m, i0 + layout.tile_rows), q0, q1, p);
-        b += q1 - q0;
+        block += q1 - q0;
       }
   });
 }
