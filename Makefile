@@ -6,8 +6,8 @@ CMAKE_FLAGS ?=
 # `make run`: a small CNN before a ViT (docs/experiments.md): four 3x3 convolutions
 # (two at full resolution) with a LayerNorm and GELU each, 49 tokens of dim 64, two blocks,
 # 13 epochs with flips and random erasing, bf16 products where the CPU has AVX512-BF16. About
-# 9 minutes on two idle cores (README, "Training", has the measured time and accuracy).
-# Override to try others.
+# 8 minutes on two idle cores (docs/experiments.md, "The make run recipe", has the measured
+# time and accuracy). Override to try others.
 RUN_AMP := $(shell grep -qw avx512_bf16 /proc/cpuinfo 2>/dev/null && echo bf16 || echo fp32)
 RUN_ARGS ?= --preset fmnist-tiny --stem conv:32s1,32,64s1,64 --stem-norm layernorm --patch 1 \
             --dim 64 --depth 2 --mlp-ratio 4 --pool avg --epochs 13 --batch 128 --opt adamw \

@@ -4,7 +4,7 @@ namespace vg::nn {
 
 ConvStem::ConvStem(int64_t img_size, int64_t in_chans, const std::vector<StemStage>& stages,
                    Rng& rng, StemNorm norm)
-    : Module("ConvStem"), img_size_(img_size), in_chans_(in_chans), stages_(stages), norm_(norm) {
+    : Module("ConvStem"), img_size_(img_size), in_chans_(in_chans), stages_(stages) {
   check(!stages.empty(), describe(), ": needs at least one stage");
   for (const StemStage& stage : stages)
     check(stage.stride == 1 || stage.stride == 2, describe(), ": a stage's stride must be 1 or 2");
@@ -35,7 +35,7 @@ std::string ConvStem::describe() const {
   }
   return cat_str("ConvStem(img_size=", img_size_, ", in_chans=", in_chans_,
                  ", channels=", shape_str(channels), ", strides=", shape_str(strides),
-                 norm_ == StemNorm::layernorm ? ", norm=layernorm" : "", ")");
+                 norms_.empty() ? "" : ", norm=layernorm", ")");
 }
 
 Tensor ConvStem::forward(const Tensor& images) {

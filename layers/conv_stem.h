@@ -78,7 +78,6 @@ class ConvStem : public Module {
  private:
   int64_t img_size_, in_chans_;
   std::vector<StemStage> stages_;
-  StemNorm norm_;
   std::vector<std::shared_ptr<Conv2d>> convs_;
   std::vector<std::shared_ptr<LayerNorm>> norms_;  // empty without StemNorm::layernorm
   std::vector<std::shared_ptr<GELU>> acts_;

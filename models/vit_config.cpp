@@ -139,7 +139,7 @@ std::string stem_str(const std::vector<nn::StemStage>& stem) {
   for (size_t i = 0; i < stem.size(); ++i) {
     if (i) text += ',';
     text += std::to_string(stem[i].channels);
-    if (stem[i].stride != 2) text += "s" + std::to_string(stem[i].stride);
+    if (stem[i].stride != 2) text += 's' + std::to_string(stem[i].stride);
   }
   return text;
 }
@@ -221,9 +221,10 @@ void ViTConfig::validate() const {
   double parameters = E * double(feature_chans() * patch_size * patch_size) + tokens * E +
                             double(depth) * (4 * E * E + 2 * E * E * mlp_ratio) +
                             E * double(num_classes);
+  const double per_channel = stem_norm == nn::StemNorm::layernorm ? 3 : 1;  // bias (+ norm)
   for (size_t i = 0; i < stem.size(); ++i)
-    parameters +=
-        double(stem[i].channels) * (9.0 * double(i ? stem[i - 1].channels : in_chans) + 3);
+    parameters += double(stem[i].channels) *
+                  (9.0 * double(i ? stem[i - 1].channels : in_chans) + per_channel);
   check(parameters <= kMaxParameters, "ViTConfig: the model would have ", parameters,
         " parameters, more than the limit of ", kMaxParameters, " (depth ", depth, ", embed_dim ",
         embed_dim, ")");
