@@ -140,11 +140,17 @@ TEST_CASE("eval --amp bf16 gives the test loss a bf16 run logged for its last ep
   const nlohmann::json logged = last_epoch_record(dir / "run" / "metrics.jsonl");
   REQUIRE(logged.contains("test_loss"));
   const std::string eval = "eval " + (dir / "run" / "last.json").string() + " --json --amp ";
-  const auto bf16 = nlohmann::json::parse(vitgrad(eval + "bf16").out);
+  auto eval_json = [&](const std::string& amp) {
+    const auto e = vitgrad(eval + amp);
+    INFO(e.err);
+    REQUIRE(e.exit_code == 0);
+    return nlohmann::json::parse(e.out);
+  };
+  const auto bf16 = eval_json("bf16");
   CHECK(bf16.at("loss").get<double>() == logged.at("test_loss").get<double>());
   CHECK(bf16.at("accuracy").get<double>() == logged.at("test_accuracy").get<double>());
   // fp32 products give another loss, close to it.
-  const auto fp32 = nlohmann::json::parse(vitgrad(eval + "fp32").out);
+  const auto fp32 = eval_json("fp32");
   CHECK(fp32.at("loss").get<double>() != logged.at("test_loss").get<double>());
   CHECK(std::abs(fp32.at("loss").get<double>() - logged.at("test_loss").get<double>()) < 1e-2);
 }
