@@ -8,11 +8,10 @@ CMAKE_FLAGS ?=
 # 13 epochs with flips and random erasing, bf16 products where the CPU has AVX512-BF16. About
 # 8 minutes on two idle cores (docs/experiments.md, "The make run recipe", has the measured
 # time and accuracy). Override to try others.
-RUN_AMP := $(shell grep -qw avx512_bf16 /proc/cpuinfo 2>/dev/null && echo bf16 || echo fp32)
 RUN_ARGS ?= --preset fmnist-tiny --stem conv:32s1,32,64s1,64 --stem-norm layernorm --patch 1 \
             --dim 64 --depth 2 --mlp-ratio 4 --pool avg --epochs 13 --batch 128 --opt adamw \
             --lr 3e-3 --wd 0.05 --sched cosine --warmup 300 --label-smoothing 0.1 --no-crop \
-            --reprob 0.25 --amp $(RUN_AMP) --seed 0
+            --reprob 0.25 --amp auto --seed 0
 RUN_DIR ?= runs/make-run-$(shell date +%Y%m%d-%H%M%S)
 JOBS := $(shell nproc 2>/dev/null || echo 2)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)

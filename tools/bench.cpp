@@ -88,7 +88,9 @@ int run_bench(const std::vector<std::string>& argv) {
       {"--steps", "N", "timed steps (default 10)"},
       {"--warmup", "N", "untimed steps first (default 2)"},
       {"--threads", "N", "threads for kernels and products (default: all cores)"},
-      {"--amp", "MODE", "fp32 (default) | bf16: matrix products on bf16 operands, float sums"},
+      {"--amp", "MODE",
+       "fp32 (default) | bf16: matrix products on bf16 operands, float sums | auto: bf16 where "
+       "the CPU has bf16 units"},
       {"--profile", "", "also print the time per op (forward and backward) and optimiser"},
       {"--json", "", "print one JSON line instead of the report"}};
   flags.insert(flags.end(), own.begin(), own.end());
@@ -106,7 +108,7 @@ int run_bench(const std::vector<std::string>& argv) {
   const int64_t warmup = args.integer("--warmup", 2, 0, 1000000);
   threads_from_flags(args);
   const MatmulPrecisionGuard amp(
-      parse_matmul_precision(args.choice("--amp", "fp32", {"fp32", "bf16"}), "--amp"));
+      parse_matmul_precision(args.choice("--amp", "fp32", {"fp32", "bf16", "auto"}), "--amp"));
   const bool bf16 = matmul_precision() == MatmulPrecision::bf16;
 
   ViT model(config, 0);

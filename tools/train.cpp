@@ -150,7 +150,7 @@ int run_eval(const std::vector<std::string>& argv) {
         "and its mirror's logits)"},
        {"--amp", "MODE",
         "fp32 (default) | bf16: matrix products on bf16 operands, as a run with --amp bf16 "
-        "evaluates after each epoch"},
+        "evaluates after each epoch | auto: bf16 where the CPU has bf16 units"},
        {"--json", "", "print one JSON line {loss, accuracy, count}"},
        {"--predictions", "FILE", "write the predicted class of every image, one a line"},
        {"--logits", "FILE",
@@ -164,7 +164,7 @@ int run_eval(const std::vector<std::string>& argv) {
   }
   threads_from_flags(args);
   const MatmulPrecisionGuard amp(
-      parse_matmul_precision(args.choice("--amp", "fp32", {"fp32", "bf16"}), "--amp"));
+      parse_matmul_precision(args.choice("--amp", "fp32", {"fp32", "bf16", "auto"}), "--amp"));
   const std::string split = args.choice("--split", "test", {"test", "train"});
   const bool tta_flip = args.choice("--tta", "none", {"none", "flip"}) == "flip";
   const int64_t batch = args.integer("--batch", 500, 1, 65536);

@@ -8,6 +8,7 @@
 
 #include "engine/core/error.h"
 #include "engine/core/parallel.h"
+#include "engine/kernels/matmul_precision.h"
 #include "models/run_data.h"
 #include "tools/config_file.h"
 
@@ -56,8 +57,8 @@ std::vector<Flag> recipe_flags() {
       {"--no-crop", "", "augment with the horizontal flip only"},
       {"--seed", "N", "seed of initialisation, shuffling, augmentation and dropout"},
       {"--amp", "MODE",
-       "fp32 (default) | bf16: matrix products on bf16 operands, float sums; "
-       "alone, as timm's switch: bf16"},
+       "fp32 (default) | bf16: matrix products on bf16 operands, float sums | auto: bf16 "
+       "where the CPU has bf16 units, else fp32; alone, as timm's switch: bf16"},
       {"--amp-dtype", "NAME", "timm's mixed-precision type: bfloat16 (the only one here)"},
       {"--workers", "N", "timm's loader processes: accepted, means nothing here"},
       {"--torchcompile", "MODE", "timm's torch.compile backend: accepted, means nothing here"},
@@ -198,7 +199,9 @@ void recipe_from_flags(const ArgParser& args, TrainOptions& o) {
   if (args.on("--no-augment")) o.augment = false;
   if (args.on("--no-crop")) o.crop = false;
   o.seed = static_cast<uint64_t>(args.integer("--seed", int64_t(o.seed), 0, INT64_MAX));
-  o.amp = args.choice("--amp", o.amp, {"fp32", "bf16"});
+  o.amp = args.choice("--amp", o.amp, {"fp32", "bf16", "auto"});
+  // "auto" becomes what it picks here, so the run's config records what ran
+  if (o.amp == "auto") o.amp = matmul_precision_name(best_matmul_precision());
 }
 
 }  // namespace vg::tools

@@ -33,8 +33,12 @@ void check_matmul_precision_supported(MatmulPrecision precision);
 // Sets the mode, after check_matmul_precision_supported.
 void set_matmul_precision(MatmulPrecision precision);
 
-// "fp32" or "bf16" (what --amp and the config's "amp" take); anything else is a vg::Error
-// naming `where` and the value.
+// bf16 where the CPU has bf16 units (bf16_hardware() != none), fp32 elsewhere: what --amp auto
+// picks.
+MatmulPrecision best_matmul_precision();
+
+// "fp32", "bf16" or "auto" (best_matmul_precision()), what --amp takes; anything else is a
+// vg::Error naming `where` and the value.
 MatmulPrecision parse_matmul_precision(const std::string& name, const std::string& where);
 const char* matmul_precision_name(MatmulPrecision precision);
 

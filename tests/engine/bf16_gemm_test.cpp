@@ -256,11 +256,13 @@ TEST_CASE(
   CHECK(differ > m * n / 2);
 }
 
-TEST_CASE("a precision is fp32 or bf16; anything else is one clear error") {
+TEST_CASE("a precision is fp32, bf16 or auto; anything else is one clear error") {
   CHECK(parse_matmul_precision("bf16", "--amp") == MatmulPrecision::bf16);
   CHECK(parse_matmul_precision("fp32", "--amp") == MatmulPrecision::fp32);
+  CHECK(parse_matmul_precision("auto", "--amp") ==
+        (have_bf16() ? MatmulPrecision::bf16 : MatmulPrecision::fp32));
   CHECK_THROWS_WITH_AS(parse_matmul_precision("fp16", "--amp"),
-                       "--amp: 'fp16' is not a precision; expected fp32 or bf16", Error);
+                       "--amp: 'fp16' is not a precision; expected fp32, bf16 or auto", Error);
   if (!have_bf16()) CHECK_THROWS_AS(set_matmul_precision(MatmulPrecision::bf16), Error);
   CHECK(matmul_precision() == MatmulPrecision::fp32);
 }

@@ -171,6 +171,31 @@ TEST_CASE("bench --amp bf16 reports the bf16 GEMM peak beside the sgemm one") {
   CHECK(j.at("heap_allocations_per_step").get<double>() == 0);
 }
 
+TEST_CASE(
+    "train --amp auto runs bf16 where the CPU has bf16 units, fp32 elsewhere, and records which") {
+  const fs::path dir = fresh_dir("amp_auto");
+  for (const bool hide_units : {false, true}) {
+    const fs::path out = dir / (hide_units ? "none" : "best");
+    const auto r = vitgrad(kRecipe + "--steps 2 --amp auto --out " + out.string(),
+                           hide_units ? "VITGRAD_BF16_UNITS=none" : "");
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    const auto config = nlohmann::json::parse(read_text(out / "config.json"));
+    const std::string expected = !hide_units && have_bf16() ? "bf16" : "fp32";
+    CHECK(config.dump().find("\"amp\":\"" + expected + "\"") != std::string::npos);
+  }
+  // The same from a config file's train section.
+  std::ofstream(dir / "recipe.json") << R"({"model": {"depth": 1, "embed_dim": 16, "num_heads": 2},
+            "train": {"amp": "auto", "data": "synthetic", "synthetic_train": 40,
+                      "synthetic_test": 10, "batch": 20, "steps": 2}})";
+  const auto r = vitgrad("train --config " + (dir / "recipe.json").string() + " --out " +
+                         (dir / "from_file").string());
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto config = nlohmann::json::parse(read_text(dir / "from_file" / "config.json"));
+  CHECK(config["train"]["amp"] == (have_bf16() ? "bf16" : "fp32"));
+}
+
 TEST_CASE("--amp bf16 on a CPU without bf16 units, or a wrong --amp, is one clear error") {
   const fs::path dir = fresh_dir("amp_error");
   for (const std::string& command :

@@ -78,7 +78,7 @@ TEST_CASE("timm's --amp switch alone means --amp bf16; --amp-dtype float16 is on
   CHECK(fp16.err ==
         "vitgrad train: --amp-dtype float16: only bfloat16 products are available (--amp bf16)\n");
   const CommandResult value = vitgrad("train --data synthetic --steps 1 --amp fp16");
-  CHECK(value.err.find("--amp must be one of fp32|bf16, got 'fp16'") != std::string::npos);
+  CHECK(value.err.find("--amp must be one of fp32|bf16|auto, got 'fp16'") != std::string::npos);
   std::filesystem::remove_all(dir);
 }
 
