@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <iterator>
 #include <limits>
 #include <vector>
@@ -171,6 +172,55 @@ TEST_CASE(
       check_case({false, tb, 97, 40, 33, 1.0f, 0.0f, false, tiles, true});
     }
   }
+}
+
+// Without a start vector, the AVX512-BF16 loops and the plain model of the AMX tiles sum each
+// element as one chain over the same pairs, each pair's two products added in turn
+// (VDPBF16PS), in the same chunks of k: so the AMX layout, its zero padding, its blocks and
+// their split among threads must change no bit. (With a start vector the AVX-512 chain starts
+// from it and the tiles add it at the end: other bits. The AMX tiles themselves are held to
+// the float64 bound above, not to these bits: Intel describes TDPBF16PS as keeping the even
+// and odd terms apart within one instruction.)
+TEST_CASE("without a start vector the model of the AMX tiles gives the AVX512-BF16 loops' bits") {
+  if (!have_bf16()) {
+    MESSAGE("skipped: this CPU has no AVX512-BF16");
+    return;
+  }
+  struct Shape3 {
+    bool ta, tb;
+    int64_t m, n, k;
+  };
+  const Shape3 shapes[] = {
+      {false, true, 700, 192, 64},   // a linear forward (qkv) without bias
+      {false, false, 700, 64, 256},  // its input gradient
+      {true, false, 192, 64, 1300},  // its weight gradient: chunks of k
+      {false, true, 900, 32, 9},     // a grey image's first convolution without bias
+      {false, false, 900, 9, 32},    // its input gradient's columns
+      {true, false, 64, 288, 1700},  // a convolution's weight gradient
+      {false, true, 50, 50, 64},     // attention scores
+      {false, false, 50, 64, 50},    // attention output
+  };
+  const int threads = num_threads();
+  for (const Shape3& s : shapes) {
+    CAPTURE(s.ta);
+    CAPTURE(s.tb);
+    CAPTURE(s.m);
+    CAPTURE(s.n);
+    CAPTURE(s.k);
+    Rng rng(uint64_t(s.m * 31 + s.n * 17 + s.k));
+    const int64_t lda = s.ta ? s.m : s.k, ldb = s.tb ? s.k : s.n;
+    const auto a = random_floats(s.m * s.k, rng), b = random_floats(s.n * s.k, rng);
+    for (int t : {1, 2}) {
+      set_num_threads(t);
+      std::vector<float> avx(s.m * s.n), model(s.m * s.n);
+      gemm_bf16(s.ta, s.tb, s.m, s.n, s.k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, avx.data(),
+                s.n, nullptr, Bf16Tiles::avx512_bf16);
+      gemm_bf16(s.ta, s.tb, s.m, s.n, s.k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, model.data(),
+                s.n, nullptr, Bf16Tiles::amx_model);
+      CHECK(std::memcmp(avx.data(), model.data(), avx.size() * sizeof(float)) == 0);
+    }
+  }
+  set_num_threads(threads);
 }
 
 // When each row of op(A) has one nonzero term, every element of C is one product of two bf16,
