@@ -140,8 +140,6 @@ TrainOptions TrainOptions::from_json(const json& j, const ViTConfig& model) {
   read(j, "log_every", o.log_every);
   read(j, "eval_batch", o.eval_batch);
   read(j, "amp", o.amp);  // absent in runs saved before the option: fp32
-  // "auto" becomes what it picks here, so the run's own config records what ran
-  if (o.amp == "auto") o.amp = matmul_precision_name(best_matmul_precision());
   o.validate();
   return o;
 }

@@ -200,7 +200,8 @@ void recipe_from_flags(const ArgParser& args, TrainOptions& o) {
   if (args.on("--no-crop")) o.crop = false;
   o.seed = static_cast<uint64_t>(args.integer("--seed", int64_t(o.seed), 0, INT64_MAX));
   o.amp = args.choice("--amp", o.amp, {"fp32", "bf16", "auto"});
-  // "auto" becomes what it picks here, so the run's config records what ran
+  // "auto", from the flag or a config file's train section (o's default), becomes what it
+  // picks here, so the run's config records what ran
   if (o.amp == "auto") o.amp = matmul_precision_name(best_matmul_precision());
 }
 
