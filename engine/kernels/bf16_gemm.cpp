@@ -124,19 +124,23 @@ void pack_b(bool tb, int64_t k, int64_t n, const float* b, int64_t ldb, int64_t 
 // rows at a time, by the thread that makes those rows of C, just before it uses them. Packed
 // all at once, A's words would be written out past the caches and fetched back; this way they
 // are read from L1/L2. Each element of C is the same chain as before, so the bits are too.
+// A made on demand (`made`, a null `a`) is made the same way, a block of rows at a time.
 void rows_packing_a(const detail::Bf16Operands& packed_b, int64_t m, int64_t n, int64_t k,
-                    const float* a, int64_t lda, float alpha, float beta, const float* start,
-                    float* c, int64_t ldc) {
+                    const float* a, int64_t lda, const MadeRows* made, float alpha, float beta,
+                    const float* start, float* c, int64_t ldc) {
   const int64_t pairs = packed_b.pairs, blocks = (m + kBlockRows - 1) / kBlockRows;
   const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 18) / (kBlockRows * n * k));
   parallel_for(blocks, grain, [&](int64_t q0, int64_t q1) {
     thread_local std::vector<uint32_t> block;  // grown once per shape, then reused
+    thread_local std::vector<float> made_rows;
     if (block.size() < size_t(kBlockRows * pairs)) block.resize(kBlockRows * pairs);
+    if (made && made_rows.size() < size_t(kBlockRows * k)) made_rows.resize(kBlockRows * k);
     detail::Bf16Operands ops = packed_b;
     ops.a = block.data(), ops.a_row = pairs, ops.a_pair = 1;
     for (int64_t q = q0; q < q1; ++q) {
       const int64_t i0 = q * kBlockRows, rows = std::min(kBlockRows, m - i0);
-      pairs_of_rows(rows, k, a + i0 * lda, lda, block.data());
+      if (made) made->fill(i0, i0 + rows, 0, k, made_rows.data());
+      pairs_of_rows(rows, k, made ? made_rows.data() : a + i0 * lda, made ? k : lda, block.data());
       for (int64_t p = 0; p < pairs; p += kChunkPairs)
         detail::bf16_rows_avx512(ops, 0, rows, n, p, std::min(pairs, p + kChunkPairs), alpha,
                                  p == 0 ? beta : 1.0f, p == 0 ? start : nullptr, c + i0 * ldc,
@@ -153,24 +157,30 @@ void rows_packing_a(const detail::Bf16Operands& packed_b, int64_t m, int64_t n, 
 // Each thread owns a fixed block of C for the whole sum and packs its own chunks: its rows'
 // columns of A and all of B, or its columns of B and all of A, whichever copies less. One
 // parallel region per product, not one per chunk, whose start and end would cost more than
-// a chunk's arithmetic where C is small (a convolution's weight gradient).
+// a chunk's arithmetic where C is small (a convolution's weight gradient). B made on demand
+// (`made_b`, not transposed, a null `b`) is made a chunk of rows at a time by each thread.
 void chunks_packing_both(bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-                         int64_t lda, const float* b, int64_t ldb, float beta, float* c,
-                         int64_t ldc, const float* start, int64_t panel_cols) {
+                         int64_t lda, const float* b, int64_t ldb, const MadeRows* made_b,
+                         float beta, float* c, int64_t ldc, const float* start,
+                         int64_t panel_cols) {
   // C's block (rows i0 + [0, rows), columns j0 + [0, cols)) over the whole of k.
   auto block = [&](int64_t i0, int64_t rows, int64_t j0, int64_t cols) {
     const int64_t panels = (cols + panel_cols - 1) / panel_cols;
     thread_local std::vector<uint32_t> a_words, b_words;  // grown once per shape, then reused
+    thread_local std::vector<float> made_rows;
     if (a_words.size() < size_t(kChunkPairs * rows)) a_words.resize(kChunkPairs * rows);
     if (b_words.size() < size_t(panels * kChunkPairs * panel_cols))
       b_words.resize(panels * kChunkPairs * panel_cols);
+    if (made_b && made_rows.size() < size_t(2 * kChunkPairs * cols))
+      made_rows.resize(2 * kChunkPairs * cols);
     for (int64_t l0 = 0; l0 < k; l0 += 2 * kChunkPairs) {
       const int64_t terms = std::min(2 * kChunkPairs, k - l0);
       detail::Bf16Operands ops;
       ops.pairs = (terms + 1) / 2, ops.panel_cols = panel_cols;
       interleave_rows(terms, rows, a + l0 * lda + i0, lda, a_words.data(), rows);
-      pack_b(tb, terms, cols, tb ? b + j0 * ldb + l0 : b + l0 * ldb + j0, ldb, panel_cols,
-             ops.pairs, b_words.data());
+      if (made_b) made_b->fill(l0, l0 + terms, j0, j0 + cols, made_rows.data());  // its columns
+      const float* b_chunk = made_b ? made_rows.data() : tb ? b + j0 * ldb + l0 : b + l0 * ldb + j0;
+      pack_b(tb, terms, cols, b_chunk, made_b ? cols : ldb, panel_cols, ops.pairs, b_words.data());
       ops.a = a_words.data(), ops.a_row = 1, ops.a_pair = rows, ops.b = b_words.data();
       const bool first = l0 == 0;
       detail::bf16_rows_avx512(ops, 0, rows, cols, 0, ops.pairs, alpha, first ? beta : 1.0f,
@@ -192,11 +202,10 @@ void chunks_packing_both(bool tb, int64_t m, int64_t n, int64_t k, float alpha, 
   }
 }
 
-}  // namespace
-
-void gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-               int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
-               const float* start, Bf16Tiles tiles) {
+// gemm_bf16, with A or B made on demand where made_a or made_b is given (and a or b null).
+void product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+             int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
+             const float* start, Bf16Tiles tiles, const MadeRows* made_a, const MadeRows* made_b) {
   if (m <= 0 || n <= 0) return;
   const Bf16Hardware units = bf16_hardware();
   check(units != Bf16Hardware::none, "gemm_bf16: this CPU has no AVX512-BF16 (product ", m, "x", n,
@@ -213,9 +222,14 @@ void gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, c
         c[i * ldc + j] = start ? alpha * start[j] : beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
     return;
   }
+  if (amx_layout && (made_a || made_b)) {  // the AMX path packs its operands whole
+    const std::vector<float> whole = made_whole(made_a ? *made_a : *made_b);
+    return product(ta, tb, m, n, k, alpha, made_a ? whole.data() : a, lda,
+                   made_b ? whole.data() : b, ldb, beta, c, ldc, start, tiles, nullptr, nullptr);
+  }
   const Layout layout = layout_for(amx_layout, ta, m, n, k);
   if (!amx_layout && ta)
-    return chunks_packing_both(tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, start,
+    return chunks_packing_both(tb, m, n, k, alpha, a, lda, b, ldb, made_b, beta, c, ldc, start,
                                layout.panel_cols);
   // Grown once per shape, then reused; a worker thread reads the caller's.
   thread_local std::vector<uint32_t> a_words, b_words;
@@ -227,7 +241,7 @@ void gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, c
   ops.panel_cols = layout.panel_cols;
   pack_b(tb, k, n, b, ldb, layout.panel_cols, layout.pairs, b_words.data());
   ops.b = b_words.data();
-  if (!amx_layout) return rows_packing_a(ops, m, n, k, a, lda, alpha, beta, start, c, ldc);
+  if (!amx_layout) return rows_packing_a(ops, m, n, k, a, lda, made_a, alpha, beta, start, c, ldc);
   if (a_words.size() < size_t(layout.a_rows * layout.pairs))
     a_words.resize(layout.a_rows * layout.pairs);
   if (ta)
@@ -272,6 +286,26 @@ void gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, c
         block += q1 - q0;
       }
   });
+}
+
+}  // namespace
+
+void gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+               int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
+               const float* start, Bf16Tiles tiles) {
+  product(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, start, tiles, nullptr, nullptr);
+}
+
+void gemm_bf16_made_a(const MadeRows& a, int64_t n, const float* b, int64_t ldb, float* c,
+                      int64_t ldc, const float* start, Bf16Tiles tiles) {
+  product(false, true, a.rows, n, a.cols, 1.0f, nullptr, a.cols, b, ldb, 0.0f, c, ldc, start, tiles,
+          &a, nullptr);
+}
+
+void gemm_bf16_made_b(int64_t m, const float* a, int64_t lda, const MadeRows& b, float* c,
+                      int64_t ldc, Bf16Tiles tiles) {
+  product(true, false, m, b.cols, b.rows, 1.0f, a, lda, nullptr, b.cols, 0.0f, c, ldc, nullptr,
+          tiles, nullptr, &b);
 }
 
 void gemm_bf16_reference(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,

@@ -12,6 +12,8 @@
 
 #include <cstdint>
 
+#include "engine/kernels/made_rows.h"
+
 namespace vg {
 
 // The tile loops a product runs on: the best the CPU has (bf16_hardware()), or, for tests, a
@@ -27,6 +29,15 @@ enum class Bf16Tiles { best, avx512_bf16, amx, amx_model };
 void gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
                const float* start = nullptr, Bf16Tiles tiles = Bf16Tiles::best);
+
+// gemm_bf16 with one operand made a block of rows at a time (engine/kernels/made_rows.h),
+// with the bits of the same product on the stored matrix:
+// C (a.rows x n) = A B^T + start, B (n x a.cols), rows ldb apart: a convolution's forward;
+void gemm_bf16_made_a(const MadeRows& a, int64_t n, const float* b, int64_t ldb, float* c,
+                      int64_t ldc, const float* start = nullptr, Bf16Tiles tiles = Bf16Tiles::best);
+// C (m x b.cols) = A^T B, A (b.rows x m), rows lda apart: its weight gradient.
+void gemm_bf16_made_b(int64_t m, const float* a, int64_t lda, const MadeRows& b, float* c,
+                      int64_t ldc, Bf16Tiles tiles = Bf16Tiles::best);
 
 // The same product as plain loops: operands rounded with to_bf16, the products summed in
 // double. What the tests compare gemm_bf16 against.

@@ -189,6 +189,20 @@ void gemm_small(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
   gemm_impl(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
+bool products_make_rows() {
+  return matmul_precision() == MatmulPrecision::bf16;
+}
+
+void gemm_bias_made(const MadeRows& a, int64_t n, const float* b, const float* bias, float* c) {
+  if (products_make_rows()) return gemm_bf16_made_a(a, n, b, a.cols, c, n, bias);
+  gemm_bias(a.rows, n, a.cols, made_whole(a).data(), b, bias, c);
+}
+
+void gemm_tn_made(int64_t m, const float* a, const MadeRows& b, float* c) {
+  if (products_make_rows()) return gemm_bf16_made_b(m, a, m, b, c, b.cols);
+  gemm(true, false, m, b.cols, b.rows, 1.0f, a, m, made_whole(b).data(), b.cols, 0.0f, c, b.cols);
+}
+
 const char* blas_core_name() {
   const char* name = openblas_get_corename();
   return name ? name : "unknown";

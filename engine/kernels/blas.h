@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <string>
 
+#include "engine/kernels/made_rows.h"
+
 namespace vg {
 
 // Row-major C (m x n) = alpha * op(A) op(B) + beta * C, op = transpose where ta / tb.
@@ -41,6 +43,15 @@ void gemm_bias(int64_t m, int64_t n, int64_t k, const float* a, const float* b, 
                float* c);
 void gemm_bias(int64_t m, int64_t n, int64_t k, const double* a, const double* b,
                const double* bias, double* c);
+
+// Products with one operand made on demand (engine/kernels/made_rows.h). True where they
+// make it a block of rows at a time, as it is packed (bf16 mode); otherwise they make it whole
+// first and run the stored product, so a caller that keeps the matrix anyway passes that.
+bool products_make_rows();
+// C (a.rows x n) = A B^T + bias in every row, B (n x a.cols), bias (n) or null: gemm_bias.
+void gemm_bias_made(const MadeRows& a, int64_t n, const float* b, const float* bias, float* c);
+// C (m x b.cols) = A^T B, A (b.rows x m): a weight gradient, gemm(true, false, ...).
+void gemm_tn_made(int64_t m, const float* a, const MadeRows& b, float* c);
 
 // The OpenBLAS kernel family in use, e.g. "Haswell" or "Cooperlake".
 const char* blas_core_name();

@@ -52,21 +52,29 @@ inline void for_each_run(const ConvGeometry& g, const Position& at, F&& f) {
 }  // namespace
 
 template <class T>
+void im2col_rows(const ConvGeometry& g, const T* image, int64_t r0, int64_t r1, int64_t c0,
+                 int64_t c1, T* out) {
+  const int64_t width = c1 - c0;
+  Position at(g, r0);
+  for (int64_t r = r0; r < r1; ++r, at.next(g)) {
+    T* row = out + (r - r0) * width - c0;  // row[c] is column c
+    for_each_run(g, at, [&](int64_t offset, int64_t pixel, int64_t count) {
+      const int64_t from = std::max(offset, c0), to = std::min(offset + count, c1);
+      if (from >= to) return;
+      if (pixel < 0)
+        std::fill(row + from, row + to, T(0));
+      else if (to - from < 8)  // a grey or colour pixel: a call would cost more than the copy
+        for (int64_t c = from; c < to; ++c) row[c] = image[pixel + c - offset];
+      else
+        std::memcpy(row + from, image + pixel + (from - offset), (to - from) * sizeof(T));
+    });
+  }
+}
+
+template <class T>
 void im2col(const ConvGeometry& g, const T* image, T* columns) {
-  const int64_t len = g.row_len();
   parallel_for(g.rows(), 64, [&](int64_t r0, int64_t r1) {
-    Position at(g, r0);
-    for (int64_t r = r0; r < r1; ++r, at.next(g)) {
-      T* row = columns + r * len;
-      for_each_run(g, at, [&](int64_t offset, int64_t pixel, int64_t count) {
-        if (pixel < 0)
-          std::fill(row + offset, row + offset + count, T(0));
-        else if (count < 8)  // a grey or colour pixel: a call would cost more than the copy
-          for (int64_t c = 0; c < count; ++c) row[offset + c] = image[pixel + c];
-        else
-          std::memcpy(row + offset, image + pixel, count * sizeof(T));
-      });
-    }
+    im2col_rows(g, image, r0, r1, 0, g.row_len(), columns + r0 * g.row_len());
   });
 }
 
@@ -146,11 +154,13 @@ void col2im_reference(const ConvGeometry& g, const T* columns, T* image) {
             }
 }
 
-#define VG_IM2COL(T)                                                                       \
-  template void im2col(const ConvGeometry&, const T*, T*);                                 \
-  template void col2im(const ConvGeometry&, const T*, T*);                                 \
-  template void conv_input_gradient(const ConvGeometry&, int64_t, const T*, const T*, T*); \
-  template void im2col_reference(const ConvGeometry&, const T*, T*);                       \
+#define VG_IM2COL(T)                                                                           \
+  template void im2col(const ConvGeometry&, const T*, T*);                                     \
+  template void im2col_rows(const ConvGeometry&, const T*, int64_t, int64_t, int64_t, int64_t, \
+                            T*);                                                               \
+  template void col2im(const ConvGeometry&, const T*, T*);                                     \
+  template void conv_input_gradient(const ConvGeometry&, int64_t, const T*, const T*, T*);     \
+  template void im2col_reference(const ConvGeometry&, const T*, T*);                           \
   template void col2im_reference(const ConvGeometry&, const T*, T*);
 VG_IM2COL(float)
 VG_IM2COL(double)

@@ -25,6 +25,12 @@ struct ConvGeometry {
 // columns (rows, row_len) = the patches every output position reads (conv2d's forward).
 template <class T>
 void im2col(const ConvGeometry& g, const T* image, T* columns);
+// Rows [r0, r1) and columns [c0, c1) of those columns into out (c1 - c0 apart), on the
+// calling thread: the columns made a block at a time, where a product packs them
+// (engine/kernels/made_rows.h).
+template <class T>
+void im2col_rows(const ConvGeometry& g, const T* image, int64_t r0, int64_t r1, int64_t c0,
+                 int64_t c1, T* out);
 
 // image (N, H, W, C) = the sum over every column entry of the input element it was read
 // from; padding entries are dropped (conv2d's input gradient). Overwrites `image`.

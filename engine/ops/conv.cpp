@@ -13,16 +13,22 @@
 //
 // The products are linear's (ops/matmul.cpp), so --amp bf16 switches them as it does every
 // other product. Saved for backward: the columns (for dW) and the weight (for dx), each only
-// where the other needs a gradient.
+// where the other needs a gradient. Where the products make an operand a block of rows at a
+// time (kernels/made_rows.h: bf16 mode), X is never stored: the forward and dW make its rows
+// from the image as they pack them, and the image is saved instead, the same bits either way.
 #include <climits>
 
 #include "engine/autograd/autograd.h"
+#include "engine/kernels/blas.h"
 #include "engine/kernels/im2col.h"
 #include "engine/ops/linear_parts.h"
 #include "engine/ops/ops.h"
 
 namespace vg {
 namespace {
+
+// The shortest rows of X that the products make on demand instead of keeping (see conv2d).
+constexpr int64_t kMadeRowLen = 64;
 
 bool needs_grad(const Tensor& t) {
   return t.defined() && (t.requires_grad() || t.grad_fn());
@@ -67,6 +73,36 @@ Tensor image_to_columns(const kernels::ConvGeometry& g, const Tensor& x) {
   return columns;
 }
 
+// The columns of a float image as rows made on demand. The image must outlive them.
+MadeRows columns_of(const kernels::ConvGeometry& g, const Tensor& image) {
+  const float* pixels = image.data<float>();
+  return {g.rows(), g.row_len(),
+          [g, pixels](int64_t r0, int64_t r1, int64_t c0, int64_t c1, float* out) {
+            kernels::im2col_rows(g, pixels, r0, r1, c0, c1, out);
+          }};
+}
+
+// Y = X W^T + b with X made from the image: linear_values' product and FLOPs.
+Tensor values_from_image(const kernels::ConvGeometry& g, const Tensor& image, const Tensor& w2,
+                         const Tensor& bias, const detail::LinearPlan& plan) {
+  Tensor out = Tensor::empty(plan.out_shape, image.dtype());
+  gemm_bias_made(columns_of(g, image), plan.out_features, w2.data<float>(),
+                 bias.defined() ? bias.data<float>() : nullptr, out.data<float>());
+  add_flops(2.0 * double(plan.rows) * plan.in_features * plan.out_features, /*is_matmul=*/true);
+  if (bias.defined()) add_flops(double(plan.rows) * plan.out_features);
+  return out;
+}
+
+// dW = dY^T X (c_out, row_len) with X made from the image.
+Tensor weight_grad_from_image(const kernels::ConvGeometry& g, const Tensor& grad_rows,
+                              const Tensor& image) {
+  const int64_t c_out = grad_rows.size(1);
+  Tensor dw = Tensor::empty({c_out, g.row_len()}, image.dtype());
+  gemm_tn_made(c_out, grad_rows.data<float>(), columns_of(g, image), dw.data<float>());
+  add_flops(2.0 * double(g.rows()) * c_out * g.row_len(), /*is_matmul=*/true);
+  return dw;
+}
+
 // dx = col2im(dY W), image by image (kernels::conv_input_gradient).
 Tensor input_gradient(const kernels::ConvGeometry& g, const Tensor& grad_rows, const Tensor& w) {
   Tensor image = Tensor::empty({g.batch, g.height, g.width, g.channels}, grad_rows.dtype());
@@ -84,16 +120,21 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t
   const kernels::ConvGeometry g = plan_conv2d(x, weight, bias, stride, padding);
   const int64_t c_out = weight.size(0);
   const Tensor w2 = permute(weight.detach(), {0, 2, 3, 1}).reshape({c_out, g.row_len()});
-  Tensor columns = image_to_columns(g, x);
   // The product's rows are the output positions in (n, oy, ox) order: written straight into
   // the output's shape.
   const detail::LinearPlan plan{
       g.rows(), g.row_len(), c_out, {g.batch, g.out_height(), g.out_width(), c_out}};
-  const Tensor out = detail::linear_values(columns, w2, bias, plan);
+  // Short rows (a grey image's 9 values, a run per tap) cost more to make twice than to keep.
+  const bool made = x.dtype() == DType::f32 && products_make_rows() && g.row_len() >= kMadeRowLen;
+  const Tensor image = made ? x.detach() : Tensor();
+  Tensor columns = made ? Tensor() : image_to_columns(g, x);
+  const Tensor out = made ? values_from_image(g, image, w2, bias, plan)
+                          : detail::linear_values(columns, w2, bias, plan);
   const std::vector<Tensor> inputs = detail::linear_inputs(x, weight, bias);
   if (!any_requires_grad(inputs)) return record("conv2d", out, inputs, nullptr);
   const bool need_x = needs_grad(x), need_w = needs_grad(weight), need_b = needs_grad(bias);
   if (!need_w) columns = Tensor();
+  const Tensor saved_image = made && need_w ? image : Tensor();
   const Tensor ws = need_x ? w2 : Tensor();
   const int64_t k = g.kernel, c_in = g.channels;
   const size_t n_inputs = inputs.size();
@@ -101,9 +142,11 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t
     const Tensor g2 = grad.reshape({g.rows(), c_out});
     std::vector<Tensor> grads(n_inputs);
     if (need_x) grads[0] = input_gradient(g, g2, ws);
-    if (need_w)
-      grads[1] =
-          permute(matmul(g2, columns, true, false).reshape({c_out, k, k, c_in}), {0, 3, 1, 2});
+    if (need_w) {
+      const Tensor dw =
+          made ? weight_grad_from_image(g, g2, saved_image) : matmul(g2, columns, true, false);
+      grads[1] = permute(dw.reshape({c_out, k, k, c_in}), {0, 3, 1, 2});
+    }
     if (need_b) grads[2] = sum(g2, {0});
     return grads;
   });

@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <utility>
 #include <vector>
 
 #include "engine/core/parallel.h"
@@ -119,6 +120,29 @@ TEST_CASE("conv_input_gradient is the product of all rows then col2im, bit for b
       kernels::col2im(g, columns.data(), expected.data());
       kernels::conv_input_gradient(g, c_out, grad.data(), weight.data(), image.data());
       CHECK(image == expected);
+    }
+  }
+}
+
+TEST_CASE("im2col_rows makes any block of rows and columns of the columns, bit for bit") {
+  // The blocks a product asks for: whole rows, one tap's channels, ranges that cut a run
+  // (a kernel row, or a tap at an edge) anywhere, and a single column.
+  for (const kernels::ConvGeometry& g : geometries()) {
+    INFO("N ", g.batch, " H ", g.height, " C ", g.channels, " k ", g.kernel, " s ", g.stride);
+    const std::vector<float> image = ramp(g.batch * g.height * g.width * g.channels, 0.37f);
+    const int64_t len = g.row_len(), rows = g.rows();
+    std::vector<float> cols(rows * len);
+    kernels::im2col_reference(g, image.data(), cols.data());
+    const int64_t r0 = rows / 3, r1 = rows - 1;
+    for (const auto& [c0, c1] : std::vector<std::pair<int64_t, int64_t>>{
+             {0, len}, {0, g.channels}, {1, len - 1}, {len / 2, len}, {len - 1, len}}) {
+      if (c0 >= c1) continue;
+      INFO("rows ", r0, "..", r1, " columns ", c0, "..", c1);
+      std::vector<float> block((r1 - r0) * (c1 - c0), -9.0f), expected;
+      kernels::im2col_rows(g, image.data(), r0, r1, c0, c1, block.data());
+      for (int64_t r = r0; r < r1; ++r)
+        expected.insert(expected.end(), cols.begin() + r * len + c0, cols.begin() + r * len + c1);
+      CHECK(block == expected);
     }
   }
 }

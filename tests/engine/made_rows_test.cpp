@@ -1,0 +1,168 @@
+// Products with an operand made on demand (engine/kernels/made_rows.h) against the same
+// products on the stored matrix: the same bits, and in bf16 never the whole matrix at once.
+#include "engine/kernels/made_rows.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <vector>
+
+#include "engine/autograd/autograd.h"
+#include "engine/core/parallel.h"
+#include "engine/core/rng.h"
+#include "engine/kernels/bf16_gemm.h"
+#include "engine/kernels/blas.h"
+#include "engine/kernels/im2col.h"
+#include "engine/kernels/matmul_precision.h"
+#include "engine/ops/ops.h"
+#include "tests/engine/gradcheck_helpers.h"
+
+using namespace vg;
+using vg::testing::variable;
+
+namespace {
+
+std::vector<float> random_floats(int64_t n, Rng& rng) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& e : v) e = float(rng.normal());
+  return v;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// A stored matrix handed out as rows made on demand; `largest` records the most rows asked
+// for at once.
+MadeRows made_from(const std::vector<float>& stored, int64_t rows, int64_t cols,
+                   std::atomic<int64_t>& largest) {
+  return {rows, cols,
+          [&stored, cols, &largest](int64_t r0, int64_t r1, int64_t c0, int64_t c1, float* out) {
+            for (int64_t r = r0; r < r1; ++r)
+              std::copy(stored.begin() + r * cols + c0, stored.begin() + r * cols + c1,
+                        out + (r - r0) * (c1 - c0));
+            int64_t seen = largest.load();
+            while (r1 - r0 > seen && !largest.compare_exchange_weak(seen, r1 - r0)) {
+            }
+          }};
+}
+
+std::vector<Bf16Tiles> tiles_here() {
+  std::vector<Bf16Tiles> tiles{Bf16Tiles::avx512_bf16, Bf16Tiles::amx_model};
+  if (bf16_hardware() == Bf16Hardware::amx) tiles.push_back(Bf16Tiles::amx);
+  return tiles;
+}
+
+}  // namespace
+
+TEST_CASE("a bf16 product with an operand made on demand has the stored product's bits") {
+  if (bf16_hardware() == Bf16Hardware::none) {
+    MESSAGE("skipped: this CPU has no AVX512-BF16");
+    return;
+  }
+  const int threads = num_threads();
+  struct Shape3 {
+    int64_t m, n, k;
+  };
+  // A convolution's forward, C = X W^T + bias: one or several panels of W, an odd k.
+  for (const Shape3 s : {Shape3{700, 32, 288}, Shape3{97, 64, 576}, Shape3{300, 130, 99}}) {
+    CAPTURE(s.m);
+    CAPTURE(s.n);
+    CAPTURE(s.k);
+    Rng rng(uint64_t(s.m + s.n + s.k));
+    const auto x = random_floats(s.m * s.k, rng), w = random_floats(s.n * s.k, rng);
+    const auto bias = random_floats(s.n, rng);
+    for (const Bf16Tiles tiles : tiles_here())
+      for (int t : {1, 2}) {
+        set_num_threads(t);
+        std::atomic<int64_t> largest{0};
+        std::vector<float> stored(s.m * s.n), made(s.m * s.n);
+        gemm_bf16(false, true, s.m, s.n, s.k, 1.0f, x.data(), s.k, w.data(), s.k, 0.0f,
+                  stored.data(), s.n, bias.data(), tiles);
+        gemm_bf16_made_a(made_from(x, s.m, s.k, largest), s.n, w.data(), s.k, made.data(), s.n,
+                         bias.data(), tiles);
+        CHECK(same_bits(stored, made));
+        if (tiles == Bf16Tiles::avx512_bf16) CHECK(largest.load() < s.m);
+      }
+  }
+  // Its weight gradient, C = dY^T X with k = positions: C split by columns and by rows.
+  for (const Shape3 s : {Shape3{64, 288, 1700}, Shape3{96, 64, 1300}, Shape3{32, 576, 600}}) {
+    CAPTURE(s.m);
+    CAPTURE(s.n);
+    CAPTURE(s.k);
+    Rng rng(uint64_t(s.m * 3 + s.n + s.k));
+    const auto dy = random_floats(s.k * s.m, rng), x = random_floats(s.k * s.n, rng);
+    for (const Bf16Tiles tiles : tiles_here())
+      for (int t : {1, 2}) {
+        set_num_threads(t);
+        std::atomic<int64_t> largest{0};
+        std::vector<float> stored(s.m * s.n), made(s.m * s.n);
+        gemm_bf16(true, false, s.m, s.n, s.k, 1.0f, dy.data(), s.m, x.data(), s.n, 0.0f,
+                  stored.data(), s.n, nullptr, tiles);
+        gemm_bf16_made_b(s.m, dy.data(), s.m, made_from(x, s.k, s.n, largest), made.data(), s.n,
+                         tiles);
+        CHECK(same_bits(stored, made));
+        if (tiles == Bf16Tiles::avx512_bf16) CHECK(largest.load() < s.k);
+      }
+  }
+  set_num_threads(threads);
+}
+
+TEST_CASE("gemm_bias_made and gemm_tn_made have the stored products' bits in either precision") {
+  std::vector<MatmulPrecision> precisions{MatmulPrecision::fp32};
+  if (bf16_hardware() != Bf16Hardware::none) precisions.push_back(MatmulPrecision::bf16);
+  Rng rng(5);
+  const int64_t rows = 900, k = 72, n = 24;
+  const auto x = random_floats(rows * k, rng), w = random_floats(n * k, rng);
+  const auto bias = random_floats(n, rng), dy = random_floats(rows * n, rng);
+  for (const MatmulPrecision precision : precisions) {
+    CAPTURE(matmul_precision_name(precision));
+    const MatmulPrecisionGuard guard(precision);
+    CHECK(products_make_rows() == (precision == MatmulPrecision::bf16));
+    std::atomic<int64_t> largest{0};
+    std::vector<float> y(rows * n), y_made(rows * n), dw(n * k), dw_made(n * k);
+    gemm_bias(rows, n, k, x.data(), w.data(), bias.data(), y.data());
+    gemm_bias_made(made_from(x, rows, k, largest), n, w.data(), bias.data(), y_made.data());
+    CHECK(same_bits(y, y_made));
+    gemm(true, false, n, k, rows, 1.0f, dy.data(), n, x.data(), k, 0.0f, dw.data(), k);
+    gemm_tn_made(n, dy.data(), made_from(x, rows, k, largest), dw_made.data());
+    CHECK(same_bits(dw, dw_made));
+  }
+}
+
+TEST_CASE("conv2d in bf16 mode makes its columns from the image, with the stored form's bits") {
+  if (bf16_hardware() == Bf16Hardware::none) {
+    MESSAGE("skipped: this CPU has no AVX512-BF16");
+    return;
+  }
+  const MatmulPrecisionGuard amp(MatmulPrecision::bf16);
+  const int64_t c_in = 8, c_out = 16, len = 9 * c_in;  // rows of 72 columns: made, not kept
+  for (const int64_t stride : {1, 2}) {
+    CAPTURE(stride);
+    const kernels::ConvGeometry g{4, 10, 10, c_in, 3, stride, 1};
+    Tensor x = variable({4, 10, 10, c_in}, 21).detach().to(DType::f32).set_requires_grad();
+    Tensor w = variable({c_out, c_in, 3, 3}, 22).detach().to(DType::f32).set_requires_grad();
+    Tensor b = variable({c_out}, 23).detach().to(DType::f32).set_requires_grad();
+    const Tensor dy =
+        variable({4, g.out_height(), g.out_width(), c_out}, 24).detach().to(DType::f32);
+    Tensor y;
+    {
+      FlopCounter flops;
+      y = conv2d(x, w, b, stride, 1);
+      CHECK(flops.matmul() == 2.0 * g.rows() * len * c_out);
+    }
+    y.backward(dy);
+    // The stored form: the columns, then linear's product and the weight gradient's.
+    Tensor columns = Tensor::empty({g.rows(), len});
+    kernels::im2col(g, x.detach().data<float>(), columns.data<float>());
+    const Tensor w2 = permute(w.detach(), {0, 2, 3, 1}).reshape({c_out, len});
+    const Tensor y_stored = linear(columns, w2, b.detach());
+    const Tensor dw_stored = permute(
+        matmul(dy.reshape({g.rows(), c_out}), columns, true, false).reshape({c_out, 3, 3, c_in}),
+        {0, 3, 1, 2});
+    CHECK(y.to_vector() == y_stored.to_vector());
+    CHECK(w.grad().to_vector() == dw_stored.to_vector());
+  }
+}
