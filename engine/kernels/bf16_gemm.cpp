@@ -39,87 +39,6 @@ Layout layout_for(bool amx, bool ta, int64_t m, int64_t n, int64_t k) {
   return {pairs, std::min(kMaxPanelCols, round_up(n, kLanes)), m, !ta, 6};
 }
 
-// The pairs of `rows` rows of k floats, ld apart, into out, (k + 1) / 2 words a row. Rows
-// that lie end to end with an even k are one long row, and short rows (an attention head's 16
-// terms) one loop: per-row calls are most of the cost when k is small.
-void pairs_of_rows(int64_t rows, int64_t k, const float* x, int64_t ld, uint32_t* out) {
-  const int64_t pairs = (k + 1) / 2;
-  if (ld == k && k % 2 == 0) return detail::bf16_pairs_of_row(x, rows * k, out);
-  if (k <= 32) return detail::bf16_pairs_of_short_rows(x, ld, rows, k, out);
-  for (int64_t i = 0; i < rows; ++i) detail::bf16_pairs_of_row(x + i * ld, k, out + i * pairs);
-}
-
-// Row i of op(A) as pairs into out[i * stride ..], zeros up to the stride: op(A) not
-// transposed, rows lda apart.
-void pack_rows_of_a(int64_t m, int64_t k, const float* a, int64_t lda, uint32_t* out,
-                    int64_t stride) {
-  const int64_t pairs = (k + 1) / 2;
-  parallel_for(m, std::max<int64_t>(1, 16384 / stride), [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) {
-      detail::bf16_pairs_of_row(a + i * lda, k, out + i * stride);
-      std::fill(out + i * stride + pairs, out + (i + 1) * stride, 0u);
-    }
-  });
-}
-
-// Pair p of `count` columns: out[p * count + i] = (x[2p * ld + i], x[(2p + 1) * ld + i]), two
-// consecutive rows of a row-major x interleaved (A transposed, or B not transposed).
-void interleave_rows(int64_t k, int64_t count, const float* x, int64_t ld, uint32_t* out,
-                     int64_t out_ld) {
-  const int64_t pairs = (k + 1) / 2;
-  parallel_for(pairs, std::max<int64_t>(1, 16384 / count), [&](int64_t p0, int64_t p1) {
-    for (int64_t p = p0; p < p1; ++p) {
-      const float* first = x + 2 * p * ld;
-      detail::bf16_pairs_of_rows(first, 2 * p + 1 < k ? first + ld : nullptr, count,
-                                 out + p * out_ld);
-    }
-  });
-}
-
-// A transposed (k x m, rows lda apart) with each row of op(A) contiguous, as AMX tiles read
-// it: the pairs interleaved as they lie, then turned around word by word.
-void pack_transposed_a_by_rows(int64_t m, int64_t k, const float* a, int64_t lda, uint32_t* out,
-                               int64_t stride) {
-  const int64_t pairs = (k + 1) / 2;
-  thread_local std::vector<uint32_t> by_pairs;
-  if (by_pairs.size() < size_t(pairs * m)) by_pairs.resize(pairs * m);
-  interleave_rows(k, m, a, lda, by_pairs.data(), m);
-  const uint32_t* from = by_pairs.data();
-  parallel_for(m, 16, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) {
-      for (int64_t p = 0; p < pairs; ++p) out[i * stride + p] = from[p * m + i];
-      std::fill(out + i * stride + pairs, out + (i + 1) * stride, 0u);
-    }
-  });
-}
-
-// op(B) (k x n) as panels of `width` columns with `stride` pair rows each (see Bf16Operands),
-// the padding zero.
-void pack_b(bool tb, int64_t k, int64_t n, const float* b, int64_t ldb, int64_t width,
-            int64_t stride, uint32_t* out) {
-  const int64_t pairs = (k + 1) / 2, panels = (n + width - 1) / width;
-  for (int64_t q = 0; q < panels; ++q) {
-    const int64_t j0 = q * width, cols = std::min(width, n - j0);
-    uint32_t* panel = out + q * stride * width;
-    if (!tb) {
-      interleave_rows(k, cols, b + j0, ldb, panel, width);
-    } else {  // column j of op(B) is row j of B: its pairs are contiguous there
-      thread_local std::vector<uint32_t> row_pairs;  // the caller's, shared by the workers
-      if (row_pairs.size() < size_t(cols * pairs)) row_pairs.resize(cols * pairs);
-      uint32_t* rows = row_pairs.data();
-      parallel_for(cols, std::max<int64_t>(4, 4096 / pairs), [&](int64_t c0, int64_t c1) {
-        pairs_of_rows(c1 - c0, k, b + (j0 + c0) * ldb, ldb, rows + c0 * pairs);
-        for (int64_t p = 0; p < pairs; ++p)
-          for (int64_t j = c0; j < c1; ++j) panel[p * width + j] = rows[j * pairs + p];
-      });
-    }
-    if (cols < width)
-      for (int64_t p = 0; p < pairs; ++p)
-        std::fill(panel + p * width + cols, panel + (p + 1) * width, 0u);
-    std::fill(panel + pairs * width, panel + stride * width, 0u);
-  }
-}
-
 // AVX512-BF16 with A not transposed (a linear forward, dX = dY W): A is packed one block of
 // rows at a time, by the thread that makes those rows of C, just before it uses them. Packed
 // all at once, A's words would be written out past the caches and fetched back; this way they
@@ -140,7 +59,8 @@ void rows_packing_a(const detail::Bf16Operands& packed_b, int64_t m, int64_t n, 
     for (int64_t q = q0; q < q1; ++q) {
       const int64_t i0 = q * kBlockRows, rows = std::min(kBlockRows, m - i0);
       if (made) made->fill(i0, i0 + rows, 0, k, made_rows.data());
-      pairs_of_rows(rows, k, made ? made_rows.data() : a + i0 * lda, made ? k : lda, block.data());
+      detail::pairs_of_rows(rows, k, made ? made_rows.data() : a + i0 * lda, made ? k : lda,
+                            block.data());
       for (int64_t p = 0; p < pairs; p += kChunkPairs)
         detail::bf16_rows_avx512(ops, 0, rows, n, p, std::min(pairs, p + kChunkPairs), alpha,
                                  p == 0 ? beta : 1.0f, p == 0 ? start : nullptr, c + i0 * ldc,
@@ -177,10 +97,11 @@ void chunks_packing_both(bool tb, int64_t m, int64_t n, int64_t k, float alpha, 
       const int64_t terms = std::min(2 * kChunkPairs, k - l0);
       detail::Bf16Operands ops;
       ops.pairs = (terms + 1) / 2, ops.panel_cols = panel_cols;
-      interleave_rows(terms, rows, a + l0 * lda + i0, lda, a_words.data(), rows);
+      detail::interleave_rows(terms, rows, a + l0 * lda + i0, lda, a_words.data(), rows);
       if (made_b) made_b->fill(l0, l0 + terms, j0, j0 + cols, made_rows.data());  // its columns
       const float* b_chunk = made_b ? made_rows.data() : tb ? b + j0 * ldb + l0 : b + l0 * ldb + j0;
-      pack_b(tb, terms, cols, b_chunk, made_b ? cols : ldb, panel_cols, ops.pairs, b_words.data());
+      detail::pack_b(tb, terms, cols, b_chunk, made_b ? cols : ldb, panel_cols, ops.pairs,
+                     b_words.data());
       ops.a = a_words.data(), ops.a_row = 1, ops.a_pair = rows, ops.b = b_words.data();
       const bool first = l0 == 0;
       detail::bf16_rows_avx512(ops, 0, rows, cols, 0, ops.pairs, alpha, first ? beta : 1.0f,
@@ -239,15 +160,15 @@ void product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, con
   detail::Bf16Operands ops;
   ops.pairs = layout.pairs;
   ops.panel_cols = layout.panel_cols;
-  pack_b(tb, k, n, b, ldb, layout.panel_cols, layout.pairs, b_words.data());
+  detail::pack_b(tb, k, n, b, ldb, layout.panel_cols, layout.pairs, b_words.data());
   ops.b = b_words.data();
   if (!amx_layout) return rows_packing_a(ops, m, n, k, a, lda, made_a, alpha, beta, start, c, ldc);
   if (a_words.size() < size_t(layout.a_rows * layout.pairs))
     a_words.resize(layout.a_rows * layout.pairs);
   if (ta)
-    pack_transposed_a_by_rows(m, k, a, lda, a_words.data(), layout.pairs);
+    detail::pack_transposed_a_by_rows(m, k, a, lda, a_words.data(), layout.pairs);
   else
-    pack_rows_of_a(m, k, a, lda, a_words.data(), layout.pairs);
+    detail::pack_rows_of_a(m, k, a, lda, a_words.data(), layout.pairs);
   std::fill(a_words.data() + m * layout.pairs, a_words.data() + layout.a_rows * layout.pairs, 0u);
   ops.a_row = layout.pairs, ops.a_pair = 1;
   ops.a = a_words.data();

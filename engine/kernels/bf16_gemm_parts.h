@@ -29,6 +29,25 @@ void bf16_pairs_of_short_rows(const float* x, int64_t ld, int64_t rows, int64_t 
 // bf16_pair(first[i], second[i]) into out[i] for i < count; second null: zeros.
 void bf16_pairs_of_rows(const float* first, const float* second, int64_t count, uint32_t* out);
 
+// The packers that lay float operands out as Bf16Operands (engine/kernels/bf16_pack.cpp);
+// each splits its work over the engine's threads unless called inside a parallel region.
+// The pairs of `rows` rows of k floats, ld apart, into out, (k + 1) / 2 words a row.
+void pairs_of_rows(int64_t rows, int64_t k, const float* x, int64_t ld, uint32_t* out);
+// Row i of op(A) (not transposed, rows lda apart) as pairs into out[i * stride ..], zeros up
+// to the stride.
+void pack_rows_of_a(int64_t m, int64_t k, const float* a, int64_t lda, uint32_t* out,
+                    int64_t stride);
+// Pair p of `count` columns: out[p * out_ld + i] = (x[2p * ld + i], x[(2p + 1) * ld + i]).
+void interleave_rows(int64_t k, int64_t count, const float* x, int64_t ld, uint32_t* out,
+                     int64_t out_ld);
+// A transposed (k x m, rows lda apart) with each row of op(A) contiguous, as AMX tiles read it.
+void pack_transposed_a_by_rows(int64_t m, int64_t k, const float* a, int64_t lda, uint32_t* out,
+                               int64_t stride);
+// op(B) (k x n, transposed where tb) as panels of `width` columns with `stride` pair rows
+// each, the padding zero.
+void pack_b(bool tb, int64_t k, int64_t n, const float* b, int64_t ldb, int64_t width,
+            int64_t stride, uint32_t* out);
+
 // Rows [i0, i1) of C (n columns) = alpha * (start + sum over pairs [p0, p1)) + beta * C, with
 // `start` (n values) or zero, and C not read when beta = 0. Every element is one chain over
 // the pairs in order.

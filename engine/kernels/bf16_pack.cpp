@@ -1,0 +1,92 @@
+// Packing float operands as the bf16 tile loops read them (engine/kernels/bf16_gemm_parts.h):
+// rows as pairs of consecutive k terms, two rows interleaved into pairs, and B as panels.
+// Internal to engine/kernels/bf16_gemm.cpp.
+#include <algorithm>
+#include <vector>
+
+#include "engine/core/parallel.h"
+#include "engine/kernels/bf16_gemm_parts.h"
+
+namespace vg::detail {
+
+// The pairs of `rows` rows of k floats, ld apart, into out, (k + 1) / 2 words a row. Rows
+// that lie end to end with an even k are one long row, and short rows (an attention head's 16
+// terms) one loop: per-row calls are most of the cost when k is small.
+void pairs_of_rows(int64_t rows, int64_t k, const float* x, int64_t ld, uint32_t* out) {
+  const int64_t pairs = (k + 1) / 2;
+  if (ld == k && k % 2 == 0) return bf16_pairs_of_row(x, rows * k, out);
+  if (k <= 32) return bf16_pairs_of_short_rows(x, ld, rows, k, out);
+  for (int64_t i = 0; i < rows; ++i) bf16_pairs_of_row(x + i * ld, k, out + i * pairs);
+}
+
+// Row i of op(A) as pairs into out[i * stride ..], zeros up to the stride: op(A) not
+// transposed, rows lda apart.
+void pack_rows_of_a(int64_t m, int64_t k, const float* a, int64_t lda, uint32_t* out,
+                    int64_t stride) {
+  const int64_t pairs = (k + 1) / 2;
+  parallel_for(m, std::max<int64_t>(1, 16384 / stride), [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      bf16_pairs_of_row(a + i * lda, k, out + i * stride);
+      std::fill(out + i * stride + pairs, out + (i + 1) * stride, 0u);
+    }
+  });
+}
+
+// Pair p of `count` columns: out[p * count + i] = (x[2p * ld + i], x[(2p + 1) * ld + i]), two
+// consecutive rows of a row-major x interleaved (A transposed, or B not transposed).
+void interleave_rows(int64_t k, int64_t count, const float* x, int64_t ld, uint32_t* out,
+                     int64_t out_ld) {
+  const int64_t pairs = (k + 1) / 2;
+  parallel_for(pairs, std::max<int64_t>(1, 16384 / count), [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const float* first = x + 2 * p * ld;
+      bf16_pairs_of_rows(first, 2 * p + 1 < k ? first + ld : nullptr, count, out + p * out_ld);
+    }
+  });
+}
+
+// A transposed (k x m, rows lda apart) with each row of op(A) contiguous, as AMX tiles read
+// it: the pairs interleaved as they lie, then turned around word by word.
+void pack_transposed_a_by_rows(int64_t m, int64_t k, const float* a, int64_t lda, uint32_t* out,
+                               int64_t stride) {
+  const int64_t pairs = (k + 1) / 2;
+  thread_local std::vector<uint32_t> by_pairs;
+  if (by_pairs.size() < size_t(pairs * m)) by_pairs.resize(pairs * m);
+  interleave_rows(k, m, a, lda, by_pairs.data(), m);
+  const uint32_t* from = by_pairs.data();
+  parallel_for(m, 16, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      for (int64_t p = 0; p < pairs; ++p) out[i * stride + p] = from[p * m + i];
+      std::fill(out + i * stride + pairs, out + (i + 1) * stride, 0u);
+    }
+  });
+}
+
+// op(B) (k x n) as panels of `width` columns with `stride` pair rows each (see Bf16Operands),
+// the padding zero.
+void pack_b(bool tb, int64_t k, int64_t n, const float* b, int64_t ldb, int64_t width,
+            int64_t stride, uint32_t* out) {
+  const int64_t pairs = (k + 1) / 2, panels = (n + width - 1) / width;
+  for (int64_t q = 0; q < panels; ++q) {
+    const int64_t j0 = q * width, cols = std::min(width, n - j0);
+    uint32_t* panel = out + q * stride * width;
+    if (!tb) {
+      interleave_rows(k, cols, b + j0, ldb, panel, width);
+    } else {  // column j of op(B) is row j of B: its pairs are contiguous there
+      thread_local std::vector<uint32_t> row_pairs;  // the caller's, shared by the workers
+      if (row_pairs.size() < size_t(cols * pairs)) row_pairs.resize(cols * pairs);
+      uint32_t* rows = row_pairs.data();
+      parallel_for(cols, std::max<int64_t>(4, 4096 / pairs), [&](int64_t c0, int64_t c1) {
+        pairs_of_rows(c1 - c0, k, b + (j0 + c0) * ldb, ldb, rows + c0 * pairs);
+        for (int64_t p = 0; p < pairs; ++p)
+          for (int64_t j = c0; j < c1; ++j) panel[p * width + j] = rows[j * pairs + p];
+      });
+    }
+    if (cols < width)
+      for (int64_t p = 0; p < pairs; ++p)
+        std::fill(panel + p * width + cols, panel + (p + 1) * width, 0u);
+    std::fill(panel + pairs * width, panel + stride * width, 0u);
+  }
+}
+
+}  // namespace vg::detail
