@@ -190,7 +190,9 @@ void gemm_small(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
 }
 
 bool products_make_rows() {
-  return matmul_precision() == MatmulPrecision::bf16;
+  // The AMX path packs its operands whole (engine/kernels/bf16_gemm_amx.cpp).
+  return matmul_precision() == MatmulPrecision::bf16 &&
+         bf16_hardware() == Bf16Hardware::avx512_bf16;
 }
 
 void gemm_bias_made(const MadeRows& a, int64_t n, const float* b, const float* bias, float* c) {

@@ -14,8 +14,9 @@
 // The products are linear's (ops/matmul.cpp), so --amp bf16 switches them as it does every
 // other product. Saved for backward: the columns (for dW) and the weight (for dx), each only
 // where the other needs a gradient. Where the products make an operand a block of rows at a
-// time (kernels/made_rows.h: bf16 mode), X is never stored: the forward and dW make its rows
-// from the image as they pack them, and the image is saved instead, the same bits either way.
+// time (kernels/made_rows.h: bf16 products on AVX512-BF16), X is never stored: the forward and dW
+// make its rows from the image as they pack them, and the image is saved instead, the same bits
+// either way.
 #include <climits>
 
 #include "engine/autograd/autograd.h"
