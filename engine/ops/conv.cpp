@@ -83,17 +83,6 @@ MadeRows columns_of(const kernels::ConvGeometry& g, const Tensor& image) {
           }};
 }
 
-// Y = X W^T + b with X made from the image: linear_values' product and FLOPs.
-Tensor values_from_image(const kernels::ConvGeometry& g, const Tensor& image, const Tensor& w2,
-                         const Tensor& bias, const detail::LinearPlan& plan) {
-  Tensor out = Tensor::empty(plan.out_shape, image.dtype());
-  gemm_bias_made(columns_of(g, image), plan.out_features, w2.data<float>(),
-                 bias.defined() ? bias.data<float>() : nullptr, out.data<float>());
-  add_flops(2.0 * double(plan.rows) * plan.in_features * plan.out_features, /*is_matmul=*/true);
-  if (bias.defined()) add_flops(double(plan.rows) * plan.out_features);
-  return out;
-}
-
 // dW = dY^T X (c_out, row_len) with X made from the image.
 Tensor weight_grad_from_image(const kernels::ConvGeometry& g, const Tensor& grad_rows,
                               const Tensor& image) {
@@ -129,7 +118,7 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t
   const bool made = x.dtype() == DType::f32 && products_make_rows() && g.row_len() >= kMadeRowLen;
   const Tensor image = made ? x.detach() : Tensor();
   Tensor columns = made ? Tensor() : image_to_columns(g, x);
-  const Tensor out = made ? values_from_image(g, image, w2, bias, plan)
+  const Tensor out = made ? detail::linear_values_made(columns_of(g, image), w2, bias, plan)
                           : detail::linear_values(columns, w2, bias, plan);
   const std::vector<Tensor> inputs = detail::linear_inputs(x, weight, bias);
   if (!any_requires_grad(inputs)) return record("conv2d", out, inputs, nullptr);

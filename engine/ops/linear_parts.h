@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "engine/core/tensor.h"
+#include "engine/kernels/made_rows.h"
 
 namespace vg::detail {
 
@@ -22,6 +23,11 @@ LinearPlan plan_linear(const char* op, const char* input, const Tensor& x, const
 // y = x W^T + b as planned (the bias written first, the product added to it), with its FLOPs.
 Tensor linear_values(const Tensor& x, const Tensor& weight, const Tensor& bias,
                      const LinearPlan& p);
+
+// The same for float rows made on demand (kernels/made_rows.h), never stored where the
+// products make them a block at a time: a convolution's columns, a fused linear's map.
+Tensor linear_values_made(const MadeRows& x, const Tensor& weight, const Tensor& bias,
+                          const LinearPlan& p);
 
 // {x, weight, bias}, or {x, weight} without a bias: the inputs `linear` records.
 std::vector<Tensor> linear_inputs(const Tensor& x, const Tensor& weight, const Tensor& bias);

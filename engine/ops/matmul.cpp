@@ -217,6 +217,16 @@ Tensor linear_values(const Tensor& x, const Tensor& weight, const Tensor& bias,
   return out;
 }
 
+Tensor linear_values_made(const MadeRows& x, const Tensor& weight, const Tensor& bias,
+                          const LinearPlan& p) {
+  Tensor out = Tensor::empty(p.out_shape, weight.dtype());
+  gemm_bias_made(x, p.out_features, weight.data<float>(),
+                 bias.defined() ? bias.data<float>() : nullptr, out.data<float>());
+  add_flops(2.0 * double(p.rows) * p.in_features * p.out_features, /*is_matmul=*/true);
+  if (bias.defined()) add_flops(double(p.rows) * p.out_features);
+  return out;
+}
+
 std::vector<Tensor> linear_inputs(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   return bias.defined() ? std::vector<Tensor>{x, weight, bias} : std::vector<Tensor>{x, weight};
 }

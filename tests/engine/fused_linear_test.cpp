@@ -10,7 +10,9 @@
 
 #include "engine/autograd/autograd.h"
 #include "engine/core/parallel.h"
+#include "engine/core/rng.h"
 #include "engine/core/storage.h"
+#include "engine/kernels/matmul_precision.h"
 #include "tests/engine/gradcheck_helpers.h"
 
 using namespace vg;
@@ -132,6 +134,45 @@ TEST_CASE("each fused linear equals its op-by-op graph in float32, at one and tw
         else
           CHECK(max_rel_diff(fused[i], ref[i]) < 2e-5);  // float32 rounding of other sums
       }
+    }
+  }
+  set_num_threads(threads);
+}
+
+TEST_CASE("in bf16 mode each fused linear's output has the op-by-op graph's bits") {
+  // Every product of both graphs reads bf16 operands; the fused ones make their maps' values
+  // again in backward. The same bits and forward FLOPs; unscaled gradients keep the bits too.
+  if (bf16_hardware() == Bf16Hardware::none) {
+    MESSAGE("skipped: this CPU has no AVX512-BF16");
+    return;
+  }
+  const MatmulPrecisionGuard amp(MatmulPrecision::bf16);
+  std::vector<Case> all = cases();
+  for (const GeluApprox approx : {GeluApprox::none, GeluApprox::tanh})
+    all.push_back({approx == GeluApprox::none ? "gelu_linear" : "gelu_linear, tanh",
+                   {{4, 33, 96}, {40, 96}, {40}},
+                   [=](const auto& in) { return gelu_linear(in[0], in[1], in[2], approx); },
+                   [=](const auto& in) { return linear(gelu(in[0], approx), in[1], in[2]); },
+                   false});
+  const int threads = num_threads();
+  for (int n : {1, 2}) {
+    set_num_threads(n);
+    for (const Case& c : all) {
+      const std::vector<Tensor> values = draw(c, DType::f32, 73);
+      Rng rng(74);
+      Tensor dy = randn({4, 33, 40}, rng);
+      const std::vector<Tensor> fused = run(c.fused, values, dy),
+                                ref = run(c.reference, values, dy);
+      INFO(c.name, ", threads ", n);
+      CHECK(count_different(fused[0], ref[0]) == 0);
+      for (size_t i = 1; i < fused.size() && !c.scaled; ++i)
+        CHECK(count_different(fused[i], ref[i]) == 0);
+      FlopCounter fused_flops;  // of the forward alone: backward recomputes the map
+      c.fused(values);
+      const double fused_total = fused_flops.total();
+      FlopCounter ref_flops;
+      c.reference(values);
+      CHECK(fused_total == ref_flops.total());
     }
   }
   set_num_threads(threads);
