@@ -1,0 +1,77 @@
+// The bf16 packers (engine/kernels/bf16_gemm_parts.h) against bf16_pair, word for word, at
+// every length that ends a vector or a pair early. vdpbf16ps reads a subnormal bf16 as zero
+// (denormals-are-zero), so a product cannot show how a subnormal was rounded: only the packed
+// words can (the plain model of the AMX tiles, in the tests, multiplies them as they are).
+#include <doctest/doctest.h>
+
+#include <limits>
+#include <vector>
+
+#include "engine/core/rng.h"
+#include "engine/kernels/bf16.h"
+#include "engine/kernels/bf16_gemm_parts.h"
+#include "engine/kernels/matmul_precision.h"
+
+using namespace vg;
+
+namespace {
+
+// Random floats with every kind of edge mixed in at `every` (0: none): ties to even both
+// ways, NaN, infinities, zeros of both signs, the largest float, subnormals when asked.
+std::vector<float> edge_floats(int64_t n, int every, bool subnormals, Rng& rng) {
+  std::vector<float> edges{1.00390625f,
+                           1.01171875f,
+                           -1.00390625f,
+                           std::numeric_limits<float>::quiet_NaN(),
+                           std::numeric_limits<float>::infinity(),
+                           -std::numeric_limits<float>::infinity(),
+                           -0.0f,
+                           0.0f,
+                           std::numeric_limits<float>::max()};
+  if (subnormals) edges.insert(edges.end(), {1.5e-39f, -2.9e-40f, 1.0e-45f, 1.1754942e-38f});
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    v[i] = every && i % every == 0 ? edges[i / every % edges.size()] : float(rng.normal());
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("the bf16 packers give bf16_pair's words, subnormals, ties, NaN and infinity included") {
+  if (bf16_hardware() == Bf16Hardware::none) {
+    MESSAGE("skipped: this CPU has no AVX512-BF16");
+    return;
+  }
+  Rng rng(3);
+  for (bool subnormals : {false, true})
+    for (int64_t k : {1, 2, 15, 16, 31, 32, 33, 77, 200}) {
+      CAPTURE(subnormals);
+      CAPTURE(k);
+      const int64_t pairs = (k + 1) / 2;
+      const std::vector<float> x = edge_floats(3 * k, 5, subnormals, rng);
+      const std::vector<float> y = edge_floats(k, 7, subnormals, rng);
+      auto pair_at = [&](const float* row, int64_t p) {
+        return bf16_pair(row[2 * p], 2 * p + 1 < k ? row[2 * p + 1] : 0.0f);
+      };
+      // One row's consecutive pairs.
+      std::vector<uint32_t> words(size_t(pairs), 7u);
+      detail::bf16_pairs_of_row(x.data(), k, words.data());
+      for (int64_t p = 0; p < pairs; ++p) CHECK(words[p] == pair_at(x.data(), p));
+      // Short rows (k <= 32), ld apart.
+      if (k <= 32) {
+        std::vector<uint32_t> rows(size_t(3 * pairs), 7u);
+        detail::bf16_pairs_of_short_rows(x.data(), k, 3, k, rows.data());
+        for (int64_t r = 0; r < 3; ++r)
+          for (int64_t p = 0; p < pairs; ++p)
+            CHECK(rows[r * pairs + p] == pair_at(x.data() + r * k, p));
+      }
+      // Two rows side by side, and one row with zeros beside it.
+      std::vector<uint32_t> both(size_t(k), 7u), alone(size_t(k), 7u);
+      detail::bf16_pairs_of_rows(x.data(), y.data(), k, both.data());
+      detail::bf16_pairs_of_rows(x.data(), nullptr, k, alone.data());
+      for (int64_t i = 0; i < k; ++i) {
+        CHECK(both[i] == bf16_pair(x[i], y[i]));
+        CHECK(alone[i] == bf16_pair(x[i], 0.0f));
+      }
+    }
+}
