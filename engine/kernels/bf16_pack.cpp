@@ -32,7 +32,7 @@ void pack_rows_of_a(int64_t m, int64_t k, const float* a, int64_t lda, uint32_t*
   });
 }
 
-// Pair p of `count` columns: out[p * count + i] = (x[2p * ld + i], x[(2p + 1) * ld + i]), two
+// Pair p of `count` columns: out[p * out_ld + i] = (x[2p * ld + i], x[(2p + 1) * ld + i]), two
 // consecutive rows of a row-major x interleaved (A transposed, or B not transposed).
 void interleave_rows(int64_t k, int64_t count, const float* x, int64_t ld, uint32_t* out,
                      int64_t out_ld) {

@@ -25,7 +25,7 @@ Tensor linear_values(const Tensor& x, const Tensor& weight, const Tensor& bias,
                      const LinearPlan& p);
 
 // The same for float rows made on demand (kernels/made_rows.h), never stored where the
-// products make them a block at a time: a convolution's columns, a fused linear's map.
+// products make them a block at a time: a convolution's columns.
 Tensor linear_values_made(const MadeRows& x, const Tensor& weight, const Tensor& bias,
                           const LinearPlan& p);
 

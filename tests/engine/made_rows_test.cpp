@@ -49,10 +49,20 @@ MadeRows made_from(const std::vector<float>& stored, int64_t rows, int64_t cols,
           }};
 }
 
-std::vector<Bf16Tiles> tiles_here() {
-  std::vector<Bf16Tiles> tiles{Bf16Tiles::avx512_bf16, Bf16Tiles::amx_model};
-  if (bf16_hardware() == Bf16Hardware::amx) tiles.push_back(Bf16Tiles::amx);
-  return tiles;
+// check(tiles) for every kind of tiles this CPU runs (and the AMX model), on one and two
+// threads.
+template <class Check>
+void for_each_setting(Check check) {
+  std::vector<Bf16Tiles> kinds{Bf16Tiles::avx512_bf16, Bf16Tiles::amx_model};
+  if (bf16_hardware() == Bf16Hardware::amx) kinds.push_back(Bf16Tiles::amx);
+  const int threads = num_threads();
+  for (const Bf16Tiles tiles : kinds)
+    for (int t : {1, 2}) {
+      INFO("tiles ", int(tiles), ", threads ", t);
+      set_num_threads(t);
+      check(tiles);
+    }
+  set_num_threads(threads);
 }
 
 }  // namespace
@@ -62,52 +72,42 @@ TEST_CASE("a bf16 product with an operand made on demand has the stored product'
     MESSAGE("skipped: this CPU has no AVX512-BF16");
     return;
   }
-  const int threads = num_threads();
   struct Shape3 {
     int64_t m, n, k;
   };
   // A convolution's forward, C = X W^T + bias: one or several panels of W, an odd k.
   for (const Shape3 s : {Shape3{700, 32, 288}, Shape3{97, 64, 576}, Shape3{300, 130, 99}}) {
-    CAPTURE(s.m);
-    CAPTURE(s.n);
-    CAPTURE(s.k);
+    INFO("forward m ", s.m, " n ", s.n, " k ", s.k);
     Rng rng(uint64_t(s.m + s.n + s.k));
     const auto x = random_floats(s.m * s.k, rng), w = random_floats(s.n * s.k, rng);
     const auto bias = random_floats(s.n, rng);
-    for (const Bf16Tiles tiles : tiles_here())
-      for (int t : {1, 2}) {
-        set_num_threads(t);
-        std::atomic<int64_t> largest{0};
-        std::vector<float> stored(s.m * s.n), made(s.m * s.n);
-        gemm_bf16(false, true, s.m, s.n, s.k, 1.0f, x.data(), s.k, w.data(), s.k, 0.0f,
-                  stored.data(), s.n, bias.data(), tiles);
-        gemm_bf16_made_a(made_from(x, s.m, s.k, largest), s.n, w.data(), s.k, made.data(), s.n,
-                         bias.data(), tiles);
-        CHECK(same_bits(stored, made));
-        if (tiles == Bf16Tiles::avx512_bf16) CHECK(largest.load() < s.m);
-      }
+    for_each_setting([&](Bf16Tiles tiles) {
+      std::atomic<int64_t> largest{0};
+      std::vector<float> stored(s.m * s.n), made(s.m * s.n);
+      gemm_bf16(false, true, s.m, s.n, s.k, 1.0f, x.data(), s.k, w.data(), s.k, 0.0f, stored.data(),
+                s.n, bias.data(), tiles);
+      gemm_bf16_made_a(made_from(x, s.m, s.k, largest), s.n, w.data(), s.k, made.data(), s.n,
+                       bias.data(), tiles);
+      CHECK(same_bits(stored, made));
+      if (tiles == Bf16Tiles::avx512_bf16) CHECK(largest.load() < s.m);
+    });
   }
   // Its weight gradient, C = dY^T X with k = positions: C split by columns and by rows.
   for (const Shape3 s : {Shape3{64, 288, 1700}, Shape3{96, 64, 1300}, Shape3{32, 576, 600}}) {
-    CAPTURE(s.m);
-    CAPTURE(s.n);
-    CAPTURE(s.k);
+    INFO("weight gradient m ", s.m, " n ", s.n, " k ", s.k);
     Rng rng(uint64_t(s.m * 3 + s.n + s.k));
     const auto dy = random_floats(s.k * s.m, rng), x = random_floats(s.k * s.n, rng);
-    for (const Bf16Tiles tiles : tiles_here())
-      for (int t : {1, 2}) {
-        set_num_threads(t);
-        std::atomic<int64_t> largest{0};
-        std::vector<float> stored(s.m * s.n), made(s.m * s.n);
-        gemm_bf16(true, false, s.m, s.n, s.k, 1.0f, dy.data(), s.m, x.data(), s.n, 0.0f,
-                  stored.data(), s.n, nullptr, tiles);
-        gemm_bf16_made_b(s.m, dy.data(), s.m, made_from(x, s.k, s.n, largest), made.data(), s.n,
-                         tiles);
-        CHECK(same_bits(stored, made));
-        if (tiles == Bf16Tiles::avx512_bf16) CHECK(largest.load() < s.k);
-      }
+    for_each_setting([&](Bf16Tiles tiles) {
+      std::atomic<int64_t> largest{0};
+      std::vector<float> stored(s.m * s.n), made(s.m * s.n);
+      gemm_bf16(true, false, s.m, s.n, s.k, 1.0f, dy.data(), s.m, x.data(), s.n, 0.0f,
+                stored.data(), s.n, nullptr, tiles);
+      gemm_bf16_made_b(s.m, dy.data(), s.m, made_from(x, s.k, s.n, largest), made.data(), s.n,
+                       tiles);
+      CHECK(same_bits(stored, made));
+      if (tiles == Bf16Tiles::avx512_bf16) CHECK(largest.load() < s.k);
+    });
   }
-  set_num_threads(threads);
 }
 
 TEST_CASE("gemm_bias_made and gemm_tn_made have the stored products' bits in either precision") {
