@@ -51,6 +51,10 @@ bool as_middle_axis(const std::vector<int64_t>& shape, const std::vector<bool>& 
 template <class T>
 void sum_middle_axis(const T* src, T* dst, int64_t outer, int64_t reduced, int64_t inner) {
   const int64_t R = reduced, I = inner;
+  if (R == 0) {  // a sum of nothing
+    std::fill(dst, dst + outer * I, T(0));
+    return;
+  }
   if (I == 1) {
     parallel_for(outer, std::max<int64_t>(1, 4096 / std::max<int64_t>(R, 1)),
                  [&](int64_t o0, int64_t o1) {

@@ -86,3 +86,17 @@ TEST_CASE("long column sums (cut into row chunks) match a double reference on 1 
     CHECK(worst < 1e-6);  // double sums: only the final rounding to float32
   }
 }
+
+TEST_CASE("a sum over an empty axis is zero, and its gradient has the input's shape") {
+  // A batch of no rows: a linear's bias gradient sums an empty column.
+  for (const Shape& shape : {Shape{0, 300}, Shape{0, 1}, Shape{2, 0, 5}}) {
+    CAPTURE(shape_str(shape));
+    Tensor x = zeros(shape);
+    x.set_requires_grad();
+    const Tensor s = sum(x, {shape.size() == 2 ? 0 : 1});
+    CHECK(s.numel() == (shape.size() == 2 ? shape[1] : shape[0] * shape[2]));
+    for (const double v : s.to_vector()) CHECK(v == 0.0);
+    sum(s).backward();
+    CHECK(x.grad().shape() == shape);
+  }
+}
