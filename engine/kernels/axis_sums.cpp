@@ -72,7 +72,7 @@ void sum_middle_axis(const T* src, T* dst, int64_t outer, int64_t reduced, int64
   // would otherwise keep one thread busy and the others idle). Each (block, chunk) sums into
   // its own double accumulators, and the chunks are added in order: the cut depends on the
   // shape alone, so the bits do not depend on the thread count.
-  constexpr int64_t kBlock = 256, kRows = 1024;
+  constexpr int64_t kBlock = 256, kRows = kColumnSumRows;
   const int64_t blocks_per_outer = (I + kBlock - 1) / kBlock, chunks = (R + kRows - 1) / kRows;
   std::vector<double> part(outer * blocks_per_outer * chunks * kBlock);
   parallel_for(outer * blocks_per_outer * chunks,

@@ -13,9 +13,13 @@ namespace vg::kernels {
 bool as_middle_axis(const std::vector<int64_t>& shape, const std::vector<bool>& reduced,
                     int64_t& outer, int64_t& count, int64_t& inner);
 
+// Columns are summed in chunks of this many rows, each chunk from zero in row order, and the
+// chunk sums added in chunk order. A kernel that sums columns on its own way through them (the
+// bf16 weight gradient, engine/kernels/bf16_gemm.h) keeps the same chunks to get the same bits.
+constexpr int64_t kColumnSumRows = 1024;
+
 // dst[o, i] = sum over r of src[o, r, i]: the input seen as (outer, reduced, inner). Rows
-// (inner == 1) are summed in order; columns in chunks of 1024 rows, the chunk sums added in
-// chunk order.
+// (inner == 1) are summed in order; columns in chunks of kColumnSumRows rows.
 template <class T>
 void sum_middle_axis(const T* src, T* dst, int64_t outer, int64_t reduced, int64_t inner);
 

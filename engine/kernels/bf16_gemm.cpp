@@ -5,6 +5,7 @@
 
 #include "engine/core/error.h"
 #include "engine/core/parallel.h"
+#include "engine/kernels/axis_sums.h"
 #include "engine/kernels/bf16.h"
 #include "engine/kernels/bf16_gemm_parts.h"
 #include "engine/kernels/matmul_precision.h"
@@ -79,10 +80,15 @@ void rows_packing_a(const detail::Bf16Operands& packed_b, int64_t m, int64_t n, 
 // parallel region per product, not one per chunk, whose start and end would cost more than
 // a chunk's arithmetic where C is small (a convolution's weight gradient). B made on demand
 // (`made_b`, not transposed, a null `b`) is made a chunk of rows at a time by each thread.
+//
+// With `sums_of_a`, the sums of A's columns are taken as A is packed, in double, each
+// kColumnSumRows rows of k from zero: chunk s's sum of column i into sums_of_a[s * m + i]
+// (zero on entry), by the one thread that packs column i.
 void chunks_packing_both(bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                          int64_t lda, const float* b, int64_t ldb, const MadeRows* made_b,
-                         float beta, float* c, int64_t ldc, const float* start,
-                         int64_t panel_cols) {
+                         float beta, float* c, int64_t ldc, const float* start, int64_t panel_cols,
+                         double* sums_of_a) {
+  static_assert(kernels::kColumnSumRows % (2 * kChunkPairs) == 0, "a chunk of k in one sum");
   // C's block (rows i0 + [0, rows), columns j0 + [0, cols)) over the whole of k.
   auto block = [&](int64_t i0, int64_t rows, int64_t j0, int64_t cols) {
     const int64_t panels = (cols + panel_cols - 1) / panel_cols;
@@ -97,7 +103,12 @@ void chunks_packing_both(bool tb, int64_t m, int64_t n, int64_t k, float alpha, 
       const int64_t terms = std::min(2 * kChunkPairs, k - l0);
       detail::Bf16Operands ops;
       ops.pairs = (terms + 1) / 2, ops.panel_cols = panel_cols;
-      detail::interleave_rows(terms, rows, a + l0 * lda + i0, lda, a_words.data(), rows);
+      const float* a_chunk = a + l0 * lda + i0;
+      if (sums_of_a && (m >= n || j0 == 0))  // by columns of C, all share A: one thread sums
+        detail::interleave_rows_summing(terms, rows, a_chunk, lda, a_words.data(), rows,
+                                        sums_of_a + l0 / kernels::kColumnSumRows * m + i0);
+      else
+        detail::interleave_rows(terms, rows, a_chunk, lda, a_words.data(), rows);
       if (made_b) made_b->fill(l0, l0 + terms, j0, j0 + cols, made_rows.data());  // its columns
       const float* b_chunk = made_b ? made_rows.data() : tb ? b + j0 * ldb + l0 : b + l0 * ldb + j0;
       detail::pack_b(tb, terms, cols, b_chunk, made_b ? cols : ldb, panel_cols, ops.pairs,
@@ -151,7 +162,7 @@ void product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, con
   const Layout layout = layout_for(amx_layout, ta, m, n, k);
   if (!amx_layout && ta)
     return chunks_packing_both(tb, m, n, k, alpha, a, lda, b, ldb, made_b, beta, c, ldc, start,
-                               layout.panel_cols);
+                               layout.panel_cols, nullptr);
   // Grown once per shape, then reused; a worker thread reads the caller's.
   thread_local std::vector<uint32_t> a_words, b_words;
   const int64_t panels = (n + layout.panel_cols - 1) / layout.panel_cols;
@@ -227,6 +238,27 @@ void gemm_bf16_made_b(int64_t m, const float* a, int64_t lda, const MadeRows& b,
                       int64_t ldc, Bf16Tiles tiles) {
   product(true, false, m, b.cols, b.rows, 1.0f, a, lda, nullptr, b.cols, 0.0f, c, ldc, nullptr,
           tiles, nullptr, &b);
+}
+
+void gemm_bf16_tn_sums(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c,
+                       float* sums, Bf16Tiles tiles) {
+  const bool amx = tiles == Bf16Tiles::amx || tiles == Bf16Tiles::amx_model ||
+                   (tiles == Bf16Tiles::best && bf16_hardware() == Bf16Hardware::amx);
+  if (amx || m <= 1 || n <= 0 || k <= 0) {  // the product, then the sums as `sum` takes them
+    product(true, false, m, n, k, 1.0f, a, m, b, n, 0.0f, c, n, nullptr, tiles, nullptr, nullptr);
+    return kernels::sum_middle_axis(a, sums, 1, k, m);
+  }
+  check(bf16_hardware() != Bf16Hardware::none, "gemm_bf16: this CPU has no AVX512-BF16 (product ",
+        m, "x", n, "x", k, ")");
+  const int64_t chunks = (k + kernels::kColumnSumRows - 1) / kernels::kColumnSumRows;
+  std::vector<double> parts(chunks * m, 0.0);
+  chunks_packing_both(false, m, n, k, 1.0f, a, m, b, n, nullptr, 0.0f, c, n, nullptr,
+                      layout_for(false, true, m, n, k).panel_cols, parts.data());
+  for (int64_t i = 0; i < m; ++i) {  // the chunks in order, as sum_middle_axis adds them
+    double total = parts[i];
+    for (int64_t s = 1; s < chunks; ++s) total += parts[s * m + i];
+    sums[i] = float(total);
+  }
 }
 
 void gemm_bf16_reference(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,

@@ -39,6 +39,13 @@ void gemm_bf16_made_a(const MadeRows& a, int64_t n, const float* b, int64_t ldb,
 void gemm_bf16_made_b(int64_t m, const float* a, int64_t lda, const MadeRows& b, float* c,
                       int64_t ldc, Bf16Tiles tiles = Bf16Tiles::best);
 
+// C (m x n) = A^T B for A (k x m) and B (k x n), all contiguous, as gemm_bf16(true, false, ...),
+// and into sums (m) the sums of A's columns with the bits of kernels::sum_middle_axis(a, sums,
+// 1, k, m): a weight gradient dY^T X and its bias gradient, taken as dY is packed for the
+// product (AVX512-BF16; the AMX path packs A whole and sums it apart).
+void gemm_bf16_tn_sums(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c,
+                       float* sums, Bf16Tiles tiles = Bf16Tiles::best);
+
 // The same product as plain loops: operands rounded with to_bf16, the products summed in
 // double. What the tests compare gemm_bf16 against.
 void gemm_bf16_reference(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,

@@ -186,6 +186,53 @@ __attribute__((target("avx512f"))) void bf16_pairs_of_rows(const float* first, c
   }
 }
 
+// Lanes [0, 16) of v as doubles: the low 8 (upper = false) or the high 8.
+__attribute__((target("avx512f"))) static __m512d widened(__m512 v, bool upper) {
+  return _mm512_cvtps_pd(upper ? _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))
+                               : _mm512_castps512_ps256(v));
+}
+
+// A strip of 64 columns at a time, its sums in registers for the whole of k: loaded and
+// stored once, not once per pair of rows (which cost more than the packing itself).
+__attribute__((target("avx512f"))) void interleave_rows_summing(int64_t k, int64_t count,
+                                                                const float* x, int64_t ld,
+                                                                uint32_t* out, int64_t out_ld,
+                                                                double* sums) {
+  constexpr int kVectors = 4;
+  const __m512i high_half = _mm512_set1_epi32(int(0xFFFF0000u));
+  for (int64_t j0 = 0; j0 < count; j0 += 16 * kVectors) {
+    __mmask16 mask[kVectors];
+    __m512d low[kVectors], high[kVectors];  // the sums of columns j0 + 16v + [0, 8) and [8, 16)
+    for (int v = 0; v < kVectors; ++v) {
+      const int64_t cols = std::clamp<int64_t>(count - j0 - 16 * v, 0, 16);
+      mask[v] = __mmask16((1u << cols) - 1);
+      low[v] = _mm512_maskz_loadu_pd(__mmask8(mask[v]), sums + j0 + 16 * v);
+      high[v] = _mm512_maskz_loadu_pd(__mmask8(mask[v] >> 8), sums + j0 + 16 * v + 8);
+    }
+    for (int64_t p = 0; p < (k + 1) / 2; ++p) {
+      const float* first = x + 2 * p * ld + j0;
+      const bool second = 2 * p + 1 < k;
+      for (int v = 0; v < kVectors; ++v) {
+        const __m512 a = _mm512_maskz_loadu_ps(mask[v], first + 16 * v);
+        low[v] = _mm512_add_pd(low[v], widened(a, false));
+        high[v] = _mm512_add_pd(high[v], widened(a, true));
+        __m512i words = _mm512_srli_epi32(round_to_bf16(a), 16);
+        if (second) {
+          const __m512 b = _mm512_maskz_loadu_ps(mask[v], first + ld + 16 * v);
+          low[v] = _mm512_add_pd(low[v], widened(b, false));
+          high[v] = _mm512_add_pd(high[v], widened(b, true));
+          words = _mm512_or_si512(words, _mm512_and_si512(round_to_bf16(b), high_half));
+        }
+        _mm512_mask_storeu_epi32(out + p * out_ld + j0 + 16 * v, mask[v], words);
+      }
+    }
+    for (int v = 0; v < kVectors; ++v) {
+      _mm512_mask_storeu_pd(sums + j0 + 16 * v, __mmask8(mask[v]), low[v]);
+      _mm512_mask_storeu_pd(sums + j0 + 16 * v + 8, __mmask8(mask[v] >> 8), high[v]);
+    }
+  }
+}
+
 void bf16_rows_avx512(const Bf16Operands& ops, int64_t i0, int64_t i1, int64_t n, int64_t p0,
                       int64_t p1, float alpha, float beta, const float* start, float* c,
                       int64_t ldc) {

@@ -28,6 +28,10 @@ void bf16_pairs_of_row(const float* x, int64_t k, uint32_t* out);
 void bf16_pairs_of_short_rows(const float* x, int64_t ld, int64_t rows, int64_t k, uint32_t* out);
 // bf16_pair(first[i], second[i]) into out[i] for i < count; second null: zeros.
 void bf16_pairs_of_rows(const float* first, const float* second, int64_t count, uint32_t* out);
+// interleave_rows (below) on the calling thread, also adding column i's terms to sums[i] in
+// double in the order of k: a column's sum taken as its terms are packed.
+void interleave_rows_summing(int64_t k, int64_t count, const float* x, int64_t ld, uint32_t* out,
+                             int64_t out_ld, double* sums);
 
 // The packers that lay float operands out as Bf16Operands (engine/kernels/bf16_pack.cpp);
 // each splits its work over the engine's threads unless called inside a parallel region.

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/core/parallel.h"
+#include "engine/kernels/axis_sums.h"
 #include "engine/kernels/bf16_gemm.h"
 #include "engine/kernels/gemm_avx512.h"
 #include "engine/kernels/matmul_precision.h"
@@ -187,6 +188,19 @@ void gemm_small(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, 
 void gemm_small(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
                 int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
   gemm_impl(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+void gemm_tn_sums(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c,
+                  float* sums) {
+  if (matmul_precision() == MatmulPrecision::bf16) return gemm_bf16_tn_sums(m, n, k, a, b, c, sums);
+  gemm(true, false, m, n, k, 1.0f, a, m, b, n, 0.0f, c, n);
+  kernels::sum_middle_axis(a, sums, 1, k, m);
+}
+
+void gemm_tn_sums(int64_t m, int64_t n, int64_t k, const double* a, const double* b, double* c,
+                  double* sums) {
+  gemm(true, false, m, n, k, 1.0, a, m, b, n, 0.0, c, n);
+  kernels::sum_middle_axis(a, sums, 1, k, m);
 }
 
 bool products_make_rows() {

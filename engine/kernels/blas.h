@@ -44,6 +44,14 @@ void gemm_bias(int64_t m, int64_t n, int64_t k, const float* a, const float* b, 
 void gemm_bias(int64_t m, int64_t n, int64_t k, const double* a, const double* b,
                const double* bias, double* c);
 
+// C (m x n) = A^T B for A (k x m) and B (k x n), all contiguous, and into sums (m) the sums of
+// A's columns with the bits of the `sum` op: a weight gradient dY^T X and its bias gradient. In
+// bf16 mode the sums are taken as the product packs dY (one pass over it instead of two).
+void gemm_tn_sums(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c,
+                  float* sums);
+void gemm_tn_sums(int64_t m, int64_t n, int64_t k, const double* a, const double* b, double* c,
+                  double* sums);
+
 // Products with one operand made on demand (engine/kernels/made_rows.h). True where they
 // make it a block of rows at a time, as it is packed (bf16 mode on AVX512-BF16); otherwise
 // they make it whole first and run the stored product, so a caller that would keep the

@@ -122,17 +122,22 @@ Tensor fused_linear(const char* op, const char* input, const Tensor& x, const In
     std::vector<Tensor> grads(inputs.size());
     const std::vector<bool> need_map(need.begin(), need.begin() + n_map);
     const bool need_col = need[ib] || (need[is] && bs.defined());
-    const Tensor col = need_col ? sum(g2, {0}) : Tensor();
-    if (need[ib]) grads[ib] = scaled ? col * ss : col;
+    const bool need_weight = need[iw] || need[is];
+    Tensor col;  // sum_rows dy: db before the scale, and a term of ds; made with G below
+    if (need[ib] && !need_weight) {
+      col = sum(g2, {0});
+      grads[ib] = scaled ? col * ss : col;
+    }
     auto input_grad = [&] {  // da = dy (s * W)
       return matmul(g2, scaled ? scaled_weight(ws, ss) : ws).reshape(xs.shape());
     };
-    auto weight_grads = [&](const Tensor& a) {  // from G = dy^T a
-      Tensor G = matmul(g2, a.reshape({rows, in_features}), true, false);
+    auto weight_grads = [&](const Tensor& a) {  // from G = dy^T a, with col in the same pass
+      const Tensor G =
+          detail::weight_product(g2, a.reshape({rows, in_features}), need_col ? &col : nullptr);
+      if (need[ib]) grads[ib] = scaled ? col * ss : col;
       if (need[is]) grads[is] = scale_grad(ws, G, bs, col);
       if (need[iw]) grads[iw] = scaled ? scaled_weight(G, ss) : G;
     };
-    const bool need_weight = need[iw] || need[is];
     if (has_map && m.values_and_grads && need_weight && need_input) {
       Tensor a;  // the map's values, made by the pass that makes its gradient
       const std::vector<Tensor> dmap = m.values_and_grads(xs, input_grad(), need_map, a);

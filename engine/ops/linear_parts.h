@@ -1,5 +1,5 @@
 // The pieces of `linear` that its fused forms (ops/fused_linear.cpp) share with it: the
-// operand checks and the forward product. Internal to engine/ops.
+// operand checks, the forward product and the weight gradient's. Internal to engine/ops.
 #pragma once
 
 #include <vector>
@@ -28,6 +28,11 @@ Tensor linear_values(const Tensor& x, const Tensor& weight, const Tensor& bias,
 // products make them a block at a time: a convolution's columns.
 Tensor linear_values_made(const MadeRows& x, const Tensor& weight, const Tensor& bias,
                           const LinearPlan& p);
+
+// dy^T a for dy (rows, out) and a (rows, in), a linear's dW before any scale, with its FLOPs;
+// with `col`, also sum(dy, {0}) into it with the `sum` op's bits, taken in the same pass over dy
+// where the products pack it (kernels/blas.h gemm_tn_sums).
+Tensor weight_product(const Tensor& dy, const Tensor& a, Tensor* col);
 
 // {x, weight, bias}, or {x, weight} without a bias: the inputs `linear` records.
 std::vector<Tensor> linear_inputs(const Tensor& x, const Tensor& weight, const Tensor& bias);

@@ -227,6 +227,21 @@ Tensor linear_values_made(const MadeRows& x, const Tensor& weight, const Tensor&
   return out;
 }
 
+Tensor weight_product(const Tensor& dy, const Tensor& a, Tensor* col) {
+  if (!col) return matmul(dy, a, true, false);
+  const int64_t rows = dy.size(0), out_features = dy.size(1), in_features = a.size(1);
+  Tensor product = Tensor::empty({out_features, in_features}, dy.dtype());
+  *col = Tensor::empty({out_features}, dy.dtype());
+  dispatch(dy.dtype(), [&](auto z) {
+    using T = decltype(z);
+    gemm_tn_sums(out_features, in_features, rows, dy.data<T>(), a.data<T>(), product.data<T>(),
+                 col->data<T>());
+  });
+  add_flops(2.0 * double(rows) * in_features * out_features, /*is_matmul=*/true);
+  add_flops(double(dy.numel()));
+  return product;
+}
+
 std::vector<Tensor> linear_inputs(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   return bias.defined() ? std::vector<Tensor>{x, weight, bias} : std::vector<Tensor>{x, weight};
 }
@@ -252,8 +267,11 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     const Tensor g2 = g.reshape({rows, out_features});
     std::vector<Tensor> grads(has_bias ? 3 : 2);
     if (need_x) grads[0] = matmul(g2, ws).reshape(x_shape);
-    if (need_w) grads[1] = matmul(g2, xs.reshape({rows, in_features}), true, false);
-    if (need_b) grads[2] = sum(g2, {0});
+    if (need_w)  // with the bias's gradient, where it has one: one pass over dy
+      grads[1] =
+          detail::weight_product(g2, xs.reshape({rows, in_features}), need_b ? &grads[2] : nullptr);
+    else if (need_b)
+      grads[2] = sum(g2, {0});
     return grads;
   });
 }

@@ -1,0 +1,156 @@
+// A weight gradient with its bias gradient in one pass over dY (engine/kernels/blas.h
+// gemm_tn_sums): the product's bits and the `sum` op's, in every precision, for every kind
+// of bf16 tiles and on one and two threads.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "engine/core/parallel.h"
+#include "engine/core/rng.h"
+#include "engine/kernels/axis_sums.h"
+#include "engine/kernels/bf16_gemm.h"
+#include "engine/kernels/blas.h"
+#include "engine/kernels/matmul_precision.h"
+#include "engine/ops/ops.h"
+#include "tests/engine/gradcheck_helpers.h"
+
+using namespace vg;
+
+namespace {
+
+struct Shape3 {
+  int64_t m, n, k;  // C (m x n) = A^T B, A (k x m): dW for m outputs, n inputs, k tokens
+};
+
+// C split by rows (m >= n) and by columns, k across several 1024-row sum chunks and not a
+// multiple of the 512 terms a bf16 chunk packs, k odd, k shorter than one chunk, m = 1 (the
+// `sum` op's row path) and an empty k.
+const Shape3 kShapes[] = {{40, 24, 2600}, {24, 100, 3071}, {96, 96, 1024},
+                          {37, 5, 300},   {1, 30, 2000},   {7, 9, 0}};
+
+// A (k x m) whose columns each hold +2^60 and, further down, -2^60 among values of 2^-8 .. 2^8:
+// while a sum holds 2^60 its small terms are rounded to its ulp, so a double sum taken in another
+// order, or in other chunks, gives another float. (Sums of ordinary floats are exact in double
+// whatever the order, and would hide that.)
+std::vector<float> columns_to_sum(int64_t k, int64_t m, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<float> v(static_cast<size_t>(k * m));
+  for (float& e : v) e = float(std::ldexp(rng.normal(), int(rng.below(17)) - 8));
+  for (int64_t i = 0; i < m && k >= 2; ++i) {
+    v[rng.below(uint64_t(k / 2)) * m + i] = 0x1p60f;
+    v[(k / 2 + rng.below(uint64_t(k - k / 2))) * m + i] = -0x1p60f;
+  }
+  return v;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// The column sums of A (k x m) as the `sum` op takes them.
+std::vector<float> sum_op_columns(const std::vector<float>& a, const Shape3& s) {
+  Tensor t = Tensor::empty({s.k, s.m});
+  std::copy(a.begin(), a.end(), t.data<float>());
+  const Tensor col = sum(t, {0});
+  return std::vector<float>(col.data<float>(), col.data<float>() + s.m);
+}
+
+}  // namespace
+
+TEST_CASE("a bf16 weight gradient with its column sums has the product's and sum's bits") {
+  if (bf16_hardware() == Bf16Hardware::none) {
+    MESSAGE("skipped: this CPU has no AVX512-BF16");
+    return;
+  }
+  std::vector<Bf16Tiles> kinds{Bf16Tiles::avx512_bf16, Bf16Tiles::amx_model};
+  if (bf16_hardware() == Bf16Hardware::amx) kinds.push_back(Bf16Tiles::amx);
+  const int threads = num_threads();
+  for (const Shape3 s : kShapes) {
+    const std::vector<float> a = columns_to_sum(s.k, s.m, 1), b = columns_to_sum(s.k, s.n, 2);
+    const std::vector<float> want_sums = sum_op_columns(a, s);
+    for (const Bf16Tiles tiles : kinds)
+      for (int t : {1, 2}) {
+        INFO("m ", s.m, " n ", s.n, " k ", s.k, ", tiles ", int(tiles), ", threads ", t);
+        set_num_threads(t);
+        std::vector<float> want(s.m * s.n, -1.0f), c(s.m * s.n, -2.0f), sums(s.m, -3.0f);
+        gemm_bf16(true, false, s.m, s.n, s.k, 1.0f, a.data(), s.m, b.data(), s.n, 0.0f, want.data(),
+                  s.n, nullptr, tiles);
+        gemm_bf16_tn_sums(s.m, s.n, s.k, a.data(), b.data(), c.data(), sums.data(), tiles);
+        CHECK(same_bits(c, want));
+        CHECK(same_bits(sums, want_sums));
+      }
+  }
+  set_num_threads(threads);
+}
+
+TEST_CASE("gemm_tn_sums gives gemm's product and sum's column sums in fp32, bf16 and double") {
+  const int threads = num_threads();
+  for (const MatmulPrecision precision : {MatmulPrecision::fp32, MatmulPrecision::bf16}) {
+    if (precision == MatmulPrecision::bf16 && bf16_hardware() == Bf16Hardware::none) continue;
+    const MatmulPrecisionGuard mode(precision);
+    for (const Shape3 s : kShapes)
+      for (int t : {1, 2}) {
+        INFO("bf16 ", precision == MatmulPrecision::bf16, ", m ", s.m, " n ", s.n, " k ", s.k,
+             ", threads ", t);
+        set_num_threads(t);
+        const std::vector<float> a = columns_to_sum(s.k, s.m, 3), b = columns_to_sum(s.k, s.n, 4);
+        std::vector<float> want(s.m * s.n, -1.0f), c(s.m * s.n, -2.0f), sums(s.m, -3.0f);
+        gemm(true, false, s.m, s.n, s.k, 1.0f, a.data(), s.m, b.data(), s.n, 0.0f, want.data(),
+             s.n);
+        gemm_tn_sums(s.m, s.n, s.k, a.data(), b.data(), c.data(), sums.data());
+        CHECK(same_bits(c, want));
+        CHECK(same_bits(sums, sum_op_columns(a, s)));
+      }
+  }
+  set_num_threads(threads);
+  // Double: the product against plain loops, the sums against the sum op.
+  const Shape3 s{5, 3, 1500};
+  std::vector<double> a(s.k * s.m), b(s.k * s.n), c(s.m * s.n), sums(s.m);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = std::sin(0.37 * double(i));
+  for (size_t i = 0; i < b.size(); ++i) b[i] = std::cos(0.11 * double(i));
+  gemm_tn_sums(s.m, s.n, s.k, a.data(), b.data(), c.data(), sums.data());
+  for (int64_t i = 0; i < s.m; ++i) {
+    double col = 0.0;
+    for (int64_t l = 0; l < s.k; ++l) col += a[l * s.m + i];
+    CHECK(sums[i] == doctest::Approx(col).epsilon(1e-13));
+    for (int64_t j = 0; j < s.n; ++j) {
+      double dot = 0.0;
+      for (int64_t l = 0; l < s.k; ++l) dot += a[l * s.m + i] * b[l * s.n + j];
+      CHECK(c[i * s.n + j] == doctest::Approx(dot).epsilon(1e-12));
+    }
+  }
+}
+
+TEST_CASE("a linear's bias gradient is sum(dy) bit for bit, with or without its weight's") {
+  // linear and the fused linears take db with dW in one pass; where only the bias learns,
+  // from the sum op. Both must be the sum op's bits.
+  const int threads = num_threads();
+  for (const MatmulPrecision precision : {MatmulPrecision::fp32, MatmulPrecision::bf16}) {
+    if (precision == MatmulPrecision::bf16 && bf16_hardware() == Bf16Hardware::none) continue;
+    const MatmulPrecisionGuard mode(precision);
+    for (const int64_t out : {int64_t{1}, int64_t{40}})
+      for (const bool weight_learns : {true, false})
+        for (int t : {1, 2}) {
+          INFO("bf16 ", precision == MatmulPrecision::bf16, ", out ", out, ", weight learns ",
+               weight_learns, ", threads ", t);
+          set_num_threads(t);
+          Tensor x = testing::variable({3, 700, 24}, 5).detach().to(DType::f32);
+          Tensor w = testing::variable({out, 24}, 6).detach().to(DType::f32);
+          Tensor bias = testing::variable({out}, 7).detach().to(DType::f32);
+          Tensor s = testing::variable({out}, 8).detach().to(DType::f32);
+          Tensor dy = testing::variable({3, 700, out}, 9).detach().to(DType::f32);
+          w.set_requires_grad(weight_learns);
+          bias.set_requires_grad();
+          s.set_requires_grad();
+          linear(x, w, bias).backward(dy);
+          const Tensor want = sum(dy.reshape({2100, out}), {0});
+          CHECK(bias.grad().to_vector() == want.to_vector());
+          bias.zero_grad();
+          scaled_linear(x, w, bias, s).backward(dy);  // db = s * sum(dy)
+          CHECK(bias.grad().to_vector() == mul(want, s.detach()).to_vector());
+        }
+  }
+  set_num_threads(threads);
+}
