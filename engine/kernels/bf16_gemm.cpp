@@ -251,7 +251,8 @@ void gemm_bf16_tn_sums(int64_t m, int64_t n, int64_t k, const float* a, const fl
   check(bf16_hardware() != Bf16Hardware::none, "gemm_bf16: this CPU has no AVX512-BF16 (product ",
         m, "x", n, "x", k, ")");
   const int64_t chunks = (k + kernels::kColumnSumRows - 1) / kernels::kColumnSumRows;
-  std::vector<double> parts(chunks * m, 0.0);
+  thread_local std::vector<double> parts;  // the caller's, shared by the workers
+  parts.assign(chunks * m, 0.0);
   chunks_packing_both(false, m, n, k, 1.0f, a, m, b, n, nullptr, 0.0f, c, n, nullptr,
                       layout_for(false, true, m, n, k).panel_cols, parts.data());
   for (int64_t i = 0; i < m; ++i) {  // the chunks in order, as sum_middle_axis adds them
