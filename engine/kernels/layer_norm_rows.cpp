@@ -58,6 +58,11 @@ void layer_norm_rows(const T* x, const T* w, const T* b, double eps, T* y, doubl
 template <class T>
 void layer_norm_backward_rows(const T* x, const T* w, const double* stats, const T* dy, T* dx,
                               T* dw, T* db, int64_t rows, int64_t C) {
+  if (rows == 0) {  // no rows: the parameters' gradients are empty sums
+    if (dw) std::fill(dw, dw + C, T(0));
+    if (db) std::fill(db, db + C, T(0));
+    return;
+  }
   const int64_t blocks = std::min(kLayerNormBlocks, rows);
   const bool params = dw || db;
   std::vector<double> partial(params ? blocks * 2 * C : 0, 0.0);  // per block: dw, db
