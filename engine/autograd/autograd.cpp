@@ -63,11 +63,9 @@ Tensor sum_broadcast_axes(const Tensor& g, const Shape& shape, const Node& node)
 // Brings a gradient to the shape and dtype of the input it belongs to.
 Tensor fit_to_input(const Tensor& g, const Edge& edge, const Node& node) {
   Tensor out = g;
-  if (out.shape() != edge.shape) {
-    check(out.numel() >= shape_numel(edge.shape), "backward of ", node.op, ": gradient of shape ",
-          shape_str(out.shape()), " does not fit input shape ", shape_str(edge.shape));
-    out = sum_broadcast_axes(out, edge.shape, node);
-  }
+  // Checked axis by axis there: a gradient can hold fewer elements than its input, where the
+  // input was broadcast along an empty axis (a position embedding added to a batch of none).
+  if (out.shape() != edge.shape) out = sum_broadcast_axes(out, edge.shape, node);
   if (out.dtype() != edge.dtype) out = out.to(edge.dtype);
   return out;
 }

@@ -89,6 +89,22 @@ TEST_CASE("broadcast gradients are summed to the operand's shape") {
   CHECK(col.grad().to_vector() == std::vector<double>{66, 75});
 }
 
+TEST_CASE("an operand broadcast along an empty axis gets a zero gradient of its shape") {
+  // A position embedding (1, T, C) added to a batch of no rows: PyTorch's answer too.
+  Tensor batch = zeros({0, 3, 2}, DType::f64);
+  batch.set_requires_grad();
+  Tensor pos = leaf({1, 2, 3, 4, 5, 6}, {1, 3, 2});
+  Tensor bias = leaf({7, 8}, {2});
+  sum(add(add(batch, pos), bias)).backward();
+  CHECK(batch.grad().shape() == Shape{0, 3, 2});
+  CHECK(pos.grad().shape() == Shape{1, 3, 2});
+  CHECK(pos.grad().to_vector() == std::vector<double>(6, 0.0));
+  CHECK(bias.grad().to_vector() == std::vector<double>{0, 0});
+  // Shapes that do not broadcast are still refused, axis by axis.
+  CHECK_THROWS_AS(sum_to_shape(zeros({0, 3, 2}), {2, 3, 2}), Error);
+  CHECK_THROWS_AS(add(zeros({0, 3, 2}, DType::f64), pos.detach().reshape({3, 1, 2})), Error);
+}
+
 TEST_CASE("a chain of 100000 ops runs backward and frees without overflowing the stack") {
   Tensor x = leaf({1.0}, {1});
   Tensor y = x;
