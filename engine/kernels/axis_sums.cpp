@@ -48,6 +48,14 @@ bool as_middle_axis(const std::vector<int64_t>& shape, const std::vector<bool>& 
   return true;
 }
 
+void add_column_chunks(const double* parts, int64_t chunks, int64_t width, float* dst) {
+  for (int64_t i = 0; i < width; ++i) {
+    double total = parts[i];
+    for (int64_t s = 1; s < chunks; ++s) total += parts[s * width + i];
+    dst[i] = float(total);
+  }
+}
+
 template <class T>
 void sum_middle_axis(const T* src, T* dst, int64_t outer, int64_t reduced, int64_t inner) {
   const int64_t R = reduced, I = inner;

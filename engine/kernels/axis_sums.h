@@ -17,6 +17,8 @@ bool as_middle_axis(const std::vector<int64_t>& shape, const std::vector<bool>& 
 // chunk sums added in chunk order. A kernel that sums columns on its own way through them (the
 // bf16 weight gradient, engine/kernels/bf16_gemm.h) keeps the same chunks to get the same bits.
 constexpr int64_t kColumnSumRows = 1024;
+// Such a kernel's finish: dst[i] = the chunk sums parts[s * width + i] added in chunk order.
+void add_column_chunks(const double* parts, int64_t chunks, int64_t width, float* dst);
 
 // dst[o, i] = sum over r of src[o, r, i]: the input seen as (outer, reduced, inner). Rows
 // (inner == 1) are summed in order; columns in chunks of kColumnSumRows rows.

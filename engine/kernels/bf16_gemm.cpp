@@ -255,11 +255,7 @@ void gemm_bf16_tn_sums(int64_t m, int64_t n, int64_t k, const float* a, const fl
   parts.assign(chunks * m, 0.0);
   chunks_packing_both(false, m, n, k, 1.0f, a, m, b, n, nullptr, 0.0f, c, n, nullptr,
                       layout_for(false, true, m, n, k).panel_cols, parts.data());
-  for (int64_t i = 0; i < m; ++i) {  // the chunks in order, as sum_middle_axis adds them
-    double total = parts[i];
-    for (int64_t s = 1; s < chunks; ++s) total += parts[s * m + i];
-    sums[i] = float(total);
-  }
+  kernels::add_column_chunks(parts.data(), chunks, m, sums);
 }
 
 void gemm_bf16_reference(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,

@@ -193,6 +193,7 @@ void gemm_small(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
 void gemm_tn_sums(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c,
                   float* sums) {
   if (matmul_precision() == MatmulPrecision::bf16) return gemm_bf16_tn_sums(m, n, k, a, b, c, sums);
+  if (detail::gemm_avx512_tn_sums(m, n, k, a, b, c, sums)) return;
   gemm(true, false, m, n, k, 1.0f, a, m, b, n, 0.0f, c, n);
   kernels::sum_middle_axis(a, sums, 1, k, m);
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/core/parallel.h"
+#include "engine/kernels/axis_sums.h"
 
 // GCC 12 inlines the plain (unmasked) shuffles as masked ones with an undefined pass-through
 // vector, and then warns that it may be used uninitialised; it is never read.
@@ -216,11 +217,16 @@ class PackedB {
   int64_t k_ = 0, stride_ = 0;
 };
 
-// Rows [i0, i1) and panels [q0, q1) of C against rows [p0, p0 + k) of the packed op(B).
-template <bool TA>
+struct NoBlockHook {
+  void operator()(int64_t, int64_t) const {}
+};
+
+// Rows [i0, i1) and panels [q0, q1) of C against rows [p0, p0 + k) of the packed op(B), and
+// after_block(ib, ie) once a block of rows is done, while its rows of A are in cache.
+template <bool TA, class AfterBlock = NoBlockHook>
 void part_of_c(int64_t i0, int64_t i1, int64_t q0, int64_t q1, int64_t n, int64_t k, float alpha,
                const float* a, int64_t lda, const PackedB& b, int64_t p0, float beta,
-               const float* start, float* c, int64_t ldc) {
+               const float* start, float* c, int64_t ldc, AfterBlock after_block = {}) {
   const int64_t block_rows = kBlockTiles * kRows;
   for (int64_t ib = i0; ib < i1; ib += block_rows) {
     const int64_t ie = std::min(i1, ib + block_rows);
@@ -236,27 +242,81 @@ void part_of_c(int64_t i0, int64_t i1, int64_t q0, int64_t q1, int64_t n, int64_
                                           start ? start + j : nullptr, c + i * ldc + j, ldc, last);
       }
     }
+    after_block(ib, ie);
   }
 }
 
+// The sums of one operand's columns, taken chunk by chunk of k right after the chunk's
+// products have read it (from cache): a weight gradient's bias gradient, the columns of dY.
+// In double, one row of `width` per kColumnSumRows rows of k (zero on entry), each column in
+// row order: kernels::sum_middle_axis's chunks and order.
+struct ColumnSums {
+  bool of_b = false;  // dY is B where C^T = B^T A is computed instead
+  int64_t width = 0;
+  double* parts = nullptr;
+  // Rows [r0, r1) of columns [i0, i1) of x (rows ld apart).
+  void add(const float* x, int64_t ld, int64_t r0, int64_t r1, int64_t i0, int64_t i1) const {
+    for (int64_t r = r0; r < r1; ++r) {
+      double* row = parts + r / kernels::kColumnSumRows * width;
+      for (int64_t i = i0; i < i1; ++i) row[i] += double(x[r * ld + i]);
+    }
+  }
+};
+
 // C = alpha A^T B + beta C, k long: k in chunks, each chunk's sums added to C in order. The
 // threads share C's panels of columns (each packs only its own panels of B) where they split
-// evenly, else its rows (each packs every panel, a small cost next to the products).
+// evenly, else its rows (each packs every panel, a small cost next to the products). With
+// `sums`, the thread that alone reads those columns of dY sums them (the first, where all do).
 void gemm_transposed_a(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
-                       const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+                       const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
+                       const ColumnSums* sums) {
+  static_assert(kernels::kColumnSumRows % kChunkTransposed == 0, "a chunk of k in one sum");
   const int64_t panels = (n + kTileCols - 1) / kTileCols, tiles = (m + kRows - 1) / kRows;
   const bool by_panels = panels % 2 == 0 || panels >= 8;  // three panels would split 2 : 1
   parallel_for(by_panels ? panels : tiles, 1, [&](int64_t t0, int64_t t1) {
     const int64_t i0 = by_panels ? 0 : t0 * kRows, i1 = by_panels ? m : std::min(m, t1 * kRows);
     const int64_t q0 = by_panels ? t0 : 0, q1 = by_panels ? t1 : panels;
+    const bool summing = sums && ((sums->of_b == by_panels) || t0 == 0);
     thread_local PackedB chunk;
     for (int64_t p = 0; p < k; p += kChunkTransposed) {
       const int64_t rows = std::min(kChunkTransposed, k - p);
       chunk.pack(false, p, rows, n, b, ldb, q0, q1);
+      // dY as A: each block of its columns summed as soon as the block's products are done.
+      auto sum_block = [&](int64_t ib, int64_t ie) {
+        if (summing && !sums->of_b) sums->add(a, lda, p, p + rows, ib, ie);
+      };
       part_of_c<true>(i0, i1, q0, q1, n, rows, alpha, a + p * lda, lda, chunk, 0,
-                      p == 0 ? beta : 1.0f, nullptr, c, ldc);
+                      p == 0 ? beta : 1.0f, nullptr, c, ldc, sum_block);
+      if (summing && sums->of_b)
+        sums->add(b, ldb, p, p + rows, q0 * kTileCols, std::min(n, q1 * kTileCols));
     }
   });
+}
+
+// gemm_avx512's case of A transposed, with the sums of A's columns where `sums` is given.
+bool transposed_a_product(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+                          const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
+                          double* sums_parts) {
+  if (m < kMinRowsTransposed || n < kMinCols || k < kMinKTransposed || !enabled()) return false;
+  if (beta == 0.0f && ldb > kTileCols && lda < ldb && n >= kMinRowsTransposed && m >= kMinCols) {
+    // B would be packed, chunk by chunk, and A is narrow enough to be read in place: C^T =
+    // B^T A packs nothing. Each element is the same fma chain (the products commute), so C
+    // gets the same bits; e.g. fc2's weight gradient, (64 x 6400) times (6400 x 256).
+    thread_local std::vector<float> c_transposed;  // grown once per shape, then reused
+    if (c_transposed.size() < size_t(n * m)) c_transposed.resize(n * m);
+    const ColumnSums sums{true, m, sums_parts};
+    gemm_transposed_a(n, m, k, alpha, b, ldb, a, lda, 0.0f, c_transposed.data(), m,
+                      sums_parts ? &sums : nullptr);
+    const float* ct = c_transposed.data();
+    parallel_for(m, std::max<int64_t>(1, 16384 / n), [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i)
+        for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = ct[j * m + i];
+    });
+    return true;
+  }
+  const ColumnSums sums{false, m, sums_parts};
+  gemm_transposed_a(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, sums_parts ? &sums : nullptr);
+  return true;
 }
 
 }  // namespace
@@ -264,27 +324,9 @@ void gemm_transposed_a(int64_t m, int64_t n, int64_t k, float alpha, const float
 bool gemm_avx512(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                  int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
                  const float* start) {
-  if (ta) {
-    if (tb || start || m < kMinRowsTransposed || n < kMinCols || k < kMinKTransposed || !enabled())
-      return false;
-    if (beta == 0.0f && ldb > kTileCols && lda < ldb && n >= kMinRowsTransposed &&
-        m >= kMinCols) {
-      // B would be packed, chunk by chunk, and A is narrow enough to be read in place: C^T =
-      // B^T A packs nothing. Each element is the same fma chain (the products commute), so C
-      // gets the same bits; e.g. fc2's weight gradient, (64 x 6400) times (6400 x 256).
-      thread_local std::vector<float> c_transposed;  // grown once per shape, then reused
-      if (c_transposed.size() < size_t(n * m)) c_transposed.resize(n * m);
-      gemm_transposed_a(n, m, k, alpha, b, ldb, a, lda, 0.0f, c_transposed.data(), m);
-      const float* ct = c_transposed.data();
-      parallel_for(m, std::max<int64_t>(1, 16384 / n), [&](int64_t i0, int64_t i1) {
-        for (int64_t i = i0; i < i1; ++i)
-          for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = ct[j * m + i];
-      });
-      return true;
-    }
-    gemm_transposed_a(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    return true;
-  }
+  if (ta)
+    return !tb && !start &&
+           transposed_a_product(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nullptr);
   if (m < kMinRows || n < kMinCols || k < kMinK || k > kMaxK || !enabled()) return false;
   thread_local PackedB packed_here;
   packed_here.pack(tb, 0, k, n, b, ldb);
@@ -299,6 +341,16 @@ bool gemm_avx512(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                        alpha, a + p, lda, packed, p, p == 0 ? beta : 1.0f, p == 0 ? start : nullptr,
                        c, ldc);
   });
+  return true;
+}
+
+bool gemm_avx512_tn_sums(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c,
+                         float* sums) {
+  const int64_t chunks = (k + kernels::kColumnSumRows - 1) / kernels::kColumnSumRows;
+  thread_local std::vector<double> parts;  // the caller's, shared by the workers
+  parts.assign(chunks * m, 0.0);
+  if (!transposed_a_product(m, n, k, 1.0f, a, m, b, n, 0.0f, c, n, parts.data())) return false;
+  kernels::add_column_chunks(parts.data(), chunks, m, sums);
   return true;
 }
 

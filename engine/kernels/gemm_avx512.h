@@ -24,6 +24,13 @@ bool gemm_avx512(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                  int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
                  const float* start = nullptr);
 
+// gemm_avx512(true, false, m, n, k, 1, a, m, b, n, 0, c, n) for contiguous operands, and into
+// sums (m) the sums of A's columns with the bits of kernels::sum_middle_axis(a, sums, 1, k, m),
+// each chunk of A summed right after its products have read it, from cache: a weight gradient
+// dY^T X and its bias gradient. False (touching nothing) where gemm_avx512 would be.
+bool gemm_avx512_tn_sums(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c,
+                         float* sums);
+
 // The same product for a small matrix that one thread computes whole (one attention head):
 // no size bounds, the products on the calling thread; op(B) is read in place when it is not
 // transposed, and packed with 16 x 16 transposes in registers when it is. Each element is an fma
