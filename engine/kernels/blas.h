@@ -45,8 +45,9 @@ void gemm_bias(int64_t m, int64_t n, int64_t k, const double* a, const double* b
                const double* bias, double* c);
 
 // C (m x n) = A^T B for A (k x m) and B (k x n), all contiguous, and into sums (m) the sums of
-// A's columns with the bits of the `sum` op: a weight gradient dY^T X and its bias gradient. In
-// bf16 mode the sums are taken as the product packs dY (one pass over it instead of two).
+// A's columns with the bits of the `sum` op: a weight gradient dY^T X and its bias gradient,
+// taken while the product has dY in cache (in bf16 mode as it packs dY; in fp32 right after
+// each block's tiles), so dY is read from memory once instead of twice.
 void gemm_tn_sums(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c,
                   float* sums);
 void gemm_tn_sums(int64_t m, int64_t n, int64_t k, const double* a, const double* b, double* c,
