@@ -6,8 +6,10 @@
 // op(A) is packed as pairs of consecutive k terms in 32-bit words and op(B) as panels of up to
 // 64 columns, each row of a panel one pair of k rows, interleaved: the layout in which one
 // vdpbf16ps multiplies a broadcast pair of A by 16 columns' pairs of B and adds both products
-// to 16 float sums. Each element of C is one chain of such steps over each chunk of k, the
-// chunks added to C in order, so the bits depend on the shape alone, not on the threads.
+// to 16 float sums; AMX tiles read the same panels and rows of A padded to whole tiles
+// (engine/kernels/bf16_gemm_amx.cpp). Each element of C is one chain of such steps over each
+// chunk of k, the chunks added to C in order, so the bits depend on the shape and the kind of
+// tiles alone, not on the threads.
 #pragma once
 
 #include <cstdint>
@@ -42,7 +44,7 @@ void gemm_bf16_made_b(int64_t m, const float* a, int64_t lda, const MadeRows& b,
 // C (m x n) = A^T B for A (k x m) and B (k x n), all contiguous, as gemm_bf16(true, false, ...),
 // and into sums (m) the sums of A's columns with the bits of kernels::sum_middle_axis(a, sums,
 // 1, k, m): a weight gradient dY^T X and its bias gradient, taken as dY is packed for the
-// product (AVX512-BF16; the AMX path packs A whole and sums it apart).
+// product.
 void gemm_bf16_tn_sums(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c,
                        float* sums, Bf16Tiles tiles = Bf16Tiles::best);
 

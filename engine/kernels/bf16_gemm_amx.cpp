@@ -3,31 +3,36 @@
 // the same interleaved pairs as the AVX512-BF16 panels) and adds the products to a 16 x 16
 // tile of float sums: 8192 multiply-adds per instruction.
 //
+// A block of C is 32 x 32: four C tiles (0-3), two A tiles (4-5) and two B tiles (6-7), all
+// eight tile registers, each A and B tile used twice per load. The sums stay in the tiles for
+// the whole of the block's pairs and start where the product says: from zero, from C (a sum
+// continued chunk after chunk of k) or from the start vector, read into every row of the
+// tiles by a load whose row stride is zero. Only blocks at C's edges, and an alpha other than
+// one, go through a small buffer.
+//
 // The packing makes every tile whole, so no tile is ever configured smaller: op(A)'s rows are
 // padded to a multiple of 32 and its pairs to a multiple of 16, with zeros, and each row's
-// pairs are contiguous (Bf16Operands::a_pair = 1); op(B)'s panels are 32 or 64 columns wide
-// and their pairs padded to a multiple of 16 the same way. Zeros add nothing to the sums.
-// Four C tiles (32 x 32 of C), two A tiles and two B tiles use all eight tile registers.
+// pairs are contiguous (Bf16Operands::a_pair = 1); op(B)'s panels are 32 columns wide and
+// their pairs padded to a multiple of 16 the same way. Zeros add nothing to the sums.
 //
-// The tile instructions run only where bf16_hardware() is amx. bf16_rows_amx_model below does
-// the same steps in plain C++ on the same packed operands, tile by tile, so the tests check
-// the layout, padding and blocking on every machine; where AMX is present they also compare
-// the tiles themselves against it.
+// The tile instructions run only where bf16_hardware() is amx. The model below does the same
+// steps in plain C++, with tdpbf16ps's own order of additions, so it gives the tiles' bits:
+// the tests hold the tiles to it on AMX machines and check the layout with it everywhere.
 #include <immintrin.h>
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 
 #include "engine/kernels/bf16_gemm_parts.h"
 
 namespace vg::detail {
 namespace {
 
-constexpr int kTile = 16;       // rows of a tile; floats (or pairs) in a tile row of 64 bytes
-constexpr int kTilePairs = 16;  // pairs of k per tile step
+constexpr int kTile = 16;          // rows of a tile; floats (or pairs) in a tile row of 64 bytes
+constexpr int kBlock = 2 * kTile;  // rows and columns of a block of C
 
-// The 64-byte tile configuration of ldtilecfg (palette 1): tiles 0-3 hold C, 4-5 A, 6-7 B,
-// each 16 rows of 64 bytes.
+// The 64-byte tile configuration of ldtilecfg (palette 1): all eight tiles 16 rows of 64 bytes.
 struct alignas(64) TileConfig {
   uint8_t palette = 1, start_row = 0;
   uint8_t reserved[14] = {};
@@ -39,98 +44,156 @@ struct alignas(64) TileConfig {
 };
 static_assert(sizeof(TileConfig) == 64);
 
-// C[i..i+32) x [j..j+32) of the sums over pairs [p0, p1) into `out` (32 x 32 floats).
-__attribute__((target("amx-tile,amx-bf16"))) void block32(const Bf16Operands& ops, int64_t i,
-                                                          const uint32_t* panel, int64_t p0,
-                                                          int64_t p1, float* out) {
-  const int64_t a_stride = ops.a_row * 4, b_stride = ops.panel_cols * 4;
-  _tile_zero(0);
-  _tile_zero(1);
-  _tile_zero(2);
-  _tile_zero(3);
-  for (int64_t p = p0; p < p1; p += kTilePairs) {
-    _tile_loadd(4, ops.a + i * ops.a_row + p, a_stride);
-    _tile_loadd(5, ops.a + (i + kTile) * ops.a_row + p, a_stride);
-    _tile_loadd(6, panel + p * ops.panel_cols, b_stride);
-    _tile_loadd(7, panel + p * ops.panel_cols + kTile, b_stride);
-    _tile_dpbf16ps(0, 4, 6);
-    _tile_dpbf16ps(1, 4, 7);
-    _tile_dpbf16ps(2, 5, 6);
-    _tile_dpbf16ps(3, 5, 7);
+// The block's four C tiles in the hardware: loaded from a 32 x 32 block of floats `ld` apart
+// (ld = 0: one row read into all 32), multiplied, stored.
+struct Tiles {
+  __attribute__((target("amx-tile"))) void zero() {
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
   }
-  constexpr int64_t ld = 2 * kTile * 4;  // bytes between rows of `out`
-  _tile_stored(0, out, ld);
-  _tile_stored(1, out + kTile, ld);
-  _tile_stored(2, out + kTile * 2 * kTile, ld);
-  _tile_stored(3, out + kTile * 2 * kTile + kTile, ld);
+  __attribute__((target("amx-tile"))) void load(const float* from, int64_t ld) {
+    _tile_loadd(0, from, ld * 4);
+    _tile_loadd(1, from + kTile, ld * 4);
+    _tile_loadd(2, from + kTile * ld, ld * 4);
+    _tile_loadd(3, from + kTile * ld + kTile, ld * 4);
+  }
+  // The sums over `pairs` pairs (a multiple of 16) of 32 rows of A (a_row words apart) by a
+  // panel of 32 columns.
+  __attribute__((target("amx-tile,amx-bf16"))) void multiply(const uint32_t* a, int64_t a_row,
+                                                             const uint32_t* panel, int64_t pairs) {
+    for (int64_t p = 0; p < pairs; p += kTile) {
+      _tile_loadd(4, a + p, a_row * 4);
+      _tile_loadd(5, a + kTile * a_row + p, a_row * 4);
+      _tile_loadd(6, panel + p * kBlock, kBlock * 4);
+      _tile_loadd(7, panel + p * kBlock + kTile, kBlock * 4);
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_dpbf16ps(1, 4, 7);
+      _tile_dpbf16ps(2, 5, 6);
+      _tile_dpbf16ps(3, 5, 7);
+    }
+  }
+  __attribute__((target("amx-tile"))) void store(float* to, int64_t ld) {
+    _tile_stored(0, to, ld * 4);
+    _tile_stored(1, to + kTile, ld * 4);
+    _tile_stored(2, to + kTile * ld, ld * 4);
+    _tile_stored(3, to + kTile * ld + kTile, ld * 4);
+  }
+};
+
+// The tiles treat subnormal inputs as zero and flush subnormal results to zero, whatever the
+// thread's floating-point mode (measured on Sapphire Rapids class hardware).
+float flushed(float x) {
+  return std::fpclassify(x) == FP_SUBNORMAL ? std::copysign(0.0f, x) : x;
 }
 
-// What tdpbf16ps does to one element (Intel SDM): both products of a pair, exact in float,
-// added in turn, the second term's first.
-float dot_pair(float sum, uint32_t a, uint32_t b) {
-  auto high = [](uint32_t w) { return std::bit_cast<float>(w & 0xFFFF0000u); };
-  auto low = [](uint32_t w) { return std::bit_cast<float>(w << 16); };
-  sum += high(a) * high(b);
-  return sum + low(a) * low(b);
+// One element of tdpbf16ps (as the hardware rounds it): the first terms of the 16 pairs summed
+// in one float chain, the second terms in another, the two chains added, then that added to
+// the tile's sum.
+float tile_dot(float sum, const uint32_t* a, const uint32_t* b, int64_t b_ld) {
+  auto first = [](uint32_t w) { return flushed(std::bit_cast<float>(w << 16)); };
+  auto second = [](uint32_t w) { return flushed(std::bit_cast<float>(w & 0xFFFF0000u)); };
+  float firsts = 0.0f, seconds = 0.0f;
+  for (int t = 0; t < kTile; ++t) {
+    firsts = flushed(firsts + flushed(first(a[t]) * first(b[t * b_ld])));
+    seconds = flushed(seconds + flushed(second(a[t]) * second(b[t * b_ld])));
+  }
+  return flushed(flushed(sum) + flushed(firsts + seconds));
 }
 
-// block32 in plain C++: tile loads as copies, tdpbf16ps as loops.
-void block32_model(const Bf16Operands& ops, int64_t i, const uint32_t* panel, int64_t p0,
-                   int64_t p1, float* out) {
-  std::fill(out, out + 4 * kTile * kTile, 0.0f);
-  for (int64_t p = p0; p < p1; p += kTilePairs)
-    for (int r = 0; r < 2 * kTile; ++r)
-      for (int col = 0; col < 2 * kTile; ++col) {
-        float& sum = out[r * 2 * kTile + col];
-        for (int t = 0; t < kTilePairs; ++t)
-          sum = dot_pair(sum, ops.a[(i + r) * ops.a_row + p + t],
-                         panel[(p + t) * ops.panel_cols + col]);
-      }
-}
+// Tiles in plain C++: the same block, the same steps, on any CPU.
+struct TilesModel {
+  float sums[kBlock][kBlock];
+  void zero() { std::fill(&sums[0][0], &sums[0][0] + kBlock * kBlock, 0.0f); }
+  void load(const float* from, int64_t ld) {
+    for (int r = 0; r < kBlock; ++r)
+      for (int s = 0; s < kBlock; ++s) sums[r][s] = from[r * ld + s];
+  }
+  void multiply(const uint32_t* a, int64_t a_row, const uint32_t* panel, int64_t pairs) {
+    for (int64_t p = 0; p < pairs; p += kTile)
+      for (int r = 0; r < kBlock; ++r)
+        for (int s = 0; s < kBlock; ++s)
+          sums[r][s] = tile_dot(sums[r][s], a + r * a_row + p, panel + p * kBlock + s, kBlock);
+  }
+  void store(float* to, int64_t ld) const {
+    for (int r = 0; r < kBlock; ++r)
+      for (int s = 0; s < kBlock; ++s) to[r * ld + s] = sums[r][s];
+  }
+};
 
-template <class Block>
-void rows_of_blocks(const Bf16Operands& ops, int64_t i0, int64_t i1, int64_t n, int64_t p0,
-                    int64_t p1, float alpha, float beta, const float* start, float* c, int64_t ldc,
-                    Block block) {
-  alignas(64) float sums[2 * kTile * 2 * kTile];
-  const int64_t width = ops.panel_cols, panels = (n + width - 1) / width;
-  for (int64_t q = 0; q < panels; ++q) {
-    const uint32_t* panel = ops.b + q * ops.pairs * width;
-    for (int64_t jb = 0; jb < width && q * width + jb < n; jb += 2 * kTile) {
-      const int64_t j = q * width + jb, cols = std::min<int64_t>(2 * kTile, n - j);
-      for (int64_t i = i0; i < i1; i += 2 * kTile) {
-        block(ops, i, panel + jb, p0, p1, sums);
-        const int64_t rows = std::min<int64_t>(2 * kTile, i1 - i);
-        for (int64_t r = 0; r < rows; ++r) {
-          float* cr = c + (i + r) * ldc + j;
-          const float* sr = sums + r * 2 * kTile;
-          for (int64_t s = 0; s < cols; ++s) {
-            const float sum = start ? start[j + s] + sr[s] : sr[s];
-            cr[s] = beta == 0.0f ? alpha * sum : alpha * sum + beta * cr[s];
-          }
+// Rows [i0, i1) of C, block by block, on `tiles`. With alpha = 1 and beta 0 or 1 (or a start
+// vector, which takes beta's place) the whole element is the tiles' sum; otherwise the tiles
+// sum from zero and alpha, the start and beta * C are applied to the block afterwards.
+template <class TileKind>
+void rows_of_blocks(TileKind& tiles, const Bf16Operands& ops, int64_t i0, int64_t i1, int64_t n,
+                    int64_t p0, int64_t p1, float alpha, float beta, const float* start, float* c,
+                    int64_t ldc) {
+  alignas(64) float edge[kBlock * kBlock];  // a block at C's edge, or before alpha and beta
+  alignas(64) float start_row[kBlock];      // the start vector's columns of the block, padded
+  const bool in_tiles = alpha == 1.0f && (start || beta == 0.0f || beta == 1.0f);
+  for (int64_t j = 0; j < n; j += kBlock) {
+    const int64_t cols = std::min<int64_t>(kBlock, n - j);
+    const uint32_t* panel = ops.b + (j / kBlock * ops.pairs + p0) * kBlock;
+    if (start) {
+      std::copy(start + j, start + j + cols, start_row);
+      std::fill(start_row + cols, start_row + kBlock, 0.0f);
+    }
+    for (int64_t i = i0; i < i1; i += kBlock) {
+      const int64_t rows = std::min<int64_t>(kBlock, i1 - i);
+      const bool whole = rows == kBlock && cols == kBlock;
+      float* block = c + i * ldc + j;
+      if (in_tiles && start) {
+        tiles.load(start_row, 0);
+      } else if (in_tiles && beta == 1.0f) {
+        if (whole) {
+          tiles.load(block, ldc);
+        } else {  // zeros past C's edge, never stored back
+          std::fill(edge, edge + kBlock * kBlock, 0.0f);
+          for (int64_t r = 0; r < rows; ++r)
+            std::copy(block + r * ldc, block + r * ldc + cols, edge + r * kBlock);
+          tiles.load(edge, kBlock);
         }
+      } else {
+        tiles.zero();
       }
+      tiles.multiply(ops.a + i * ops.a_row + p0, ops.a_row, panel, p1 - p0);
+      if (in_tiles && whole) {
+        tiles.store(block, ldc);
+        continue;
+      }
+      tiles.store(edge, kBlock);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t s = 0; s < cols; ++s) {
+          float out = edge[r * kBlock + s];
+          if (!in_tiles) {
+            out = alpha * (start ? start[j + s] + out : out);
+            if (beta != 0.0f && !start) out += beta * block[r * ldc + s];
+          }
+          block[r * ldc + s] = out;
+        }
     }
   }
 }
 
 }  // namespace
 
-__attribute__((target("amx-tile,amx-bf16"))) void bf16_rows_amx(const Bf16Operands& ops, int64_t i0,
-                                                                int64_t i1, int64_t n, int64_t p0,
-                                                                int64_t p1, float alpha, float beta,
-                                                                const float* start, float* c,
-                                                                int64_t ldc) {
+__attribute__((target("amx-tile"))) void bf16_rows_amx(const Bf16Operands& ops, int64_t i0,
+                                                       int64_t i1, int64_t n, int64_t p0,
+                                                       int64_t p1, float alpha, float beta,
+                                                       const float* start, float* c, int64_t ldc) {
   static const TileConfig config;
   _tile_loadconfig(&config);
-  rows_of_blocks(ops, i0, i1, n, p0, p1, alpha, beta, start, c, ldc, block32);
+  Tiles tiles;
+  rows_of_blocks(tiles, ops, i0, i1, n, p0, p1, alpha, beta, start, c, ldc);
   _tile_release();
 }
 
 void bf16_rows_amx_model(const Bf16Operands& ops, int64_t i0, int64_t i1, int64_t n, int64_t p0,
                          int64_t p1, float alpha, float beta, const float* start, float* c,
                          int64_t ldc) {
-  rows_of_blocks(ops, i0, i1, n, p0, p1, alpha, beta, start, c, ldc, block32_model);
+  TilesModel tiles;
+  rows_of_blocks(tiles, ops, i0, i1, n, p0, p1, alpha, beta, start, c, ldc);
 }
 
 }  // namespace vg::detail

@@ -156,7 +156,8 @@ __attribute__((target("avx512f,avx512bw"))) void bf16_pairs_of_row(const float* 
 
 __attribute__((target("avx512f,avx512bw"))) void bf16_pairs_of_short_rows(const float* x,
                                                                           int64_t ld, int64_t rows,
-                                                                          int64_t k, uint32_t* out) {
+                                                                          int64_t k, uint32_t* out,
+                                                                          int64_t out_ld) {
   // bf16_pairs_of_row's one step, its masks and shuffle set once for all the rows.
   alignas(64) static constexpr int16_t kUpperHalves[32] = {
       1,  3,  5,  7,  9,  11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31,
@@ -169,7 +170,7 @@ __attribute__((target("avx512f,avx512bw"))) void bf16_pairs_of_short_rows(const 
   for (int64_t i = 0; i < rows; ++i) {
     const __m512i lo = round_to_bf16(_mm512_maskz_loadu_ps(lo_mask, x + i * ld));
     const __m512i hi = round_to_bf16(_mm512_maskz_loadu_ps(hi_mask, x + i * ld + 16));
-    _mm512_mask_storeu_epi32(out + i * pairs, out_mask, _mm512_permutex2var_epi16(lo, upper, hi));
+    _mm512_mask_storeu_epi32(out + i * out_ld, out_mask, _mm512_permutex2var_epi16(lo, upper, hi));
   }
 }
 

@@ -24,8 +24,9 @@ struct Bf16Operands {
 // bf16_pair(x[2p], x[2p + 1]) into out[p] for the pairs of a row of k floats (the last pair's
 // second term zero when k is odd), with AVX-512 where the CPU has it.
 void bf16_pairs_of_row(const float* x, int64_t k, uint32_t* out);
-// The same for `rows` rows of k <= 32 floats, ld apart, into out[i * ceil(k / 2) ..].
-void bf16_pairs_of_short_rows(const float* x, int64_t ld, int64_t rows, int64_t k, uint32_t* out);
+// The same for `rows` rows of k <= 32 floats, ld apart, into out[i * out_ld ..].
+void bf16_pairs_of_short_rows(const float* x, int64_t ld, int64_t rows, int64_t k, uint32_t* out,
+                              int64_t out_ld);
 // bf16_pair(first[i], second[i]) into out[i] for i < count; second null: zeros.
 void bf16_pairs_of_rows(const float* first, const float* second, int64_t count, uint32_t* out);
 // interleave_rows (below) on the calling thread, also adding column i's terms to sums[i] in
@@ -35,18 +36,18 @@ void interleave_rows_summing(int64_t k, int64_t count, const float* x, int64_t l
 
 // The packers that lay float operands out as Bf16Operands (engine/kernels/bf16_pack.cpp);
 // each splits its work over the engine's threads unless called inside a parallel region.
-// The pairs of `rows` rows of k floats, ld apart, into out, (k + 1) / 2 words a row.
-void pairs_of_rows(int64_t rows, int64_t k, const float* x, int64_t ld, uint32_t* out);
-// Row i of op(A) (not transposed, rows lda apart) as pairs into out[i * stride ..], zeros up
-// to the stride.
-void pack_rows_of_a(int64_t m, int64_t k, const float* a, int64_t lda, uint32_t* out,
-                    int64_t stride);
+// The pairs of `rows` rows of k floats, ld apart, into out, out_ld >= (k + 1) / 2 words a
+// row, the words past the pairs zero.
+void pairs_of_rows(int64_t rows, int64_t k, const float* x, int64_t ld, uint32_t* out,
+                   int64_t out_ld);
 // Pair p of `count` columns: out[p * out_ld + i] = (x[2p * ld + i], x[(2p + 1) * ld + i]).
 void interleave_rows(int64_t k, int64_t count, const float* x, int64_t ld, uint32_t* out,
                      int64_t out_ld);
-// A transposed (k x m, rows lda apart) with each row of op(A) contiguous, as AMX tiles read it.
-void pack_transposed_a_by_rows(int64_t m, int64_t k, const float* a, int64_t lda, uint32_t* out,
-                               int64_t stride);
+// out[i * stride + p] = by_pairs[p * rows + i] (a chunk of a transposed A, as interleave_rows
+// packs it, with each row of op(A) contiguous, as the AMX tiles read it), zeros up to `stride`
+// words a row and `padded_rows` rows.
+void pairs_to_rows(const uint32_t* by_pairs, int64_t pairs, int64_t rows, uint32_t* out,
+                   int64_t stride, int64_t padded_rows);
 // op(B) (k x n, transposed where tb) as panels of `width` columns with `stride` pair rows
 // each, the padding zero.
 void pack_b(bool tb, int64_t k, int64_t n, const float* b, int64_t ldb, int64_t width,

@@ -6,30 +6,26 @@
 
 #include "engine/core/parallel.h"
 #include "engine/kernels/bf16_gemm_parts.h"
+#include "engine/kernels/transpose16.h"
 
 namespace vg::detail {
 
-// The pairs of `rows` rows of k floats, ld apart, into out, (k + 1) / 2 words a row. Rows
-// that lie end to end with an even k are one long row, and short rows (an attention head's 16
-// terms) one loop: per-row calls are most of the cost when k is small.
-void pairs_of_rows(int64_t rows, int64_t k, const float* x, int64_t ld, uint32_t* out) {
+// The pairs of `rows` rows of k floats, ld apart, into out, out_ld words a row (at least
+// (k + 1) / 2; the words between are zero). Rows that lie end to end with an even k are one
+// long row, and short rows (an attention head's 16 terms) one loop: per-row calls are most of
+// the cost when k is small.
+void pairs_of_rows(int64_t rows, int64_t k, const float* x, int64_t ld, uint32_t* out,
+                   int64_t out_ld) {
   const int64_t pairs = (k + 1) / 2;
-  if (ld == k && k % 2 == 0) return bf16_pairs_of_row(x, rows * k, out);
-  if (k <= 32) return bf16_pairs_of_short_rows(x, ld, rows, k, out);
-  for (int64_t i = 0; i < rows; ++i) bf16_pairs_of_row(x + i * ld, k, out + i * pairs);
-}
-
-// Row i of op(A) as pairs into out[i * stride ..], zeros up to the stride: op(A) not
-// transposed, rows lda apart.
-void pack_rows_of_a(int64_t m, int64_t k, const float* a, int64_t lda, uint32_t* out,
-                    int64_t stride) {
-  const int64_t pairs = (k + 1) / 2;
-  parallel_for(m, std::max<int64_t>(1, 16384 / stride), [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) {
-      bf16_pairs_of_row(a + i * lda, k, out + i * stride);
-      std::fill(out + i * stride + pairs, out + (i + 1) * stride, 0u);
-    }
-  });
+  if (ld == k && k % 2 == 0 && out_ld == pairs) return bf16_pairs_of_row(x, rows * k, out);
+  if (k <= 32) {
+    bf16_pairs_of_short_rows(x, ld, rows, k, out, out_ld);
+  } else {
+    for (int64_t i = 0; i < rows; ++i) bf16_pairs_of_row(x + i * ld, k, out + i * out_ld);
+  }
+  if (out_ld > pairs)
+    for (int64_t i = 0; i < rows; ++i)
+      std::fill(out + i * out_ld + pairs, out + (i + 1) * out_ld, 0u);
 }
 
 // Pair p of `count` columns: out[p * out_ld + i] = (x[2p * ld + i], x[(2p + 1) * ld + i]), two
@@ -45,21 +41,24 @@ void interleave_rows(int64_t k, int64_t count, const float* x, int64_t ld, uint3
   });
 }
 
-// A transposed (k x m, rows lda apart) with each row of op(A) contiguous, as AMX tiles read
-// it: the pairs interleaved as they lie, then turned around word by word.
-void pack_transposed_a_by_rows(int64_t m, int64_t k, const float* a, int64_t lda, uint32_t* out,
-                               int64_t stride) {
-  const int64_t pairs = (k + 1) / 2;
-  thread_local std::vector<uint32_t> by_pairs;
-  if (by_pairs.size() < size_t(pairs * m)) by_pairs.resize(pairs * m);
-  interleave_rows(k, m, a, lda, by_pairs.data(), m);
-  const uint32_t* from = by_pairs.data();
-  parallel_for(m, 16, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) {
-      for (int64_t p = 0; p < pairs; ++p) out[i * stride + p] = from[p * m + i];
-      std::fill(out + i * stride + pairs, out + (i + 1) * stride, 0u);
-    }
-  });
+// Word p of row i out of word i of row p: the pairs of a chunk of a transposed A, packed as
+// they lie (interleave_rows), turned into rows of op(A) for the AMX tiles, 16 x 16 words at a
+// time in registers, with zeros up to `stride` words a row and `padded_rows` rows.
+__attribute__((target("avx512f"))) void pairs_to_rows(const uint32_t* by_pairs, int64_t pairs,
+                                                      int64_t rows, uint32_t* out, int64_t stride,
+                                                      int64_t padded_rows) {
+  const float* in = reinterpret_cast<const float*>(by_pairs);  // moved, never computed on
+  float* to = reinterpret_cast<float*>(out);
+  for (int64_t i = 0; i < rows; i += 16) {
+    const int cols = int(std::min<int64_t>(16, rows - i));
+    int64_t p = 0;
+    for (; p < pairs; p += 16)
+      transpose16(in + p * rows + i, rows, int(std::min<int64_t>(16, pairs - p)), cols,
+                  to + i * stride + p, stride);
+    for (int64_t r = i; r < i + cols; ++r)
+      std::fill(out + r * stride + p, out + (r + 1) * stride, 0u);
+  }
+  std::fill(out + rows * stride, out + padded_rows * stride, 0u);
 }
 
 // op(B) (k x n) as panels of `width` columns with `stride` pair rows each (see Bf16Operands),
@@ -77,7 +76,7 @@ void pack_b(bool tb, int64_t k, int64_t n, const float* b, int64_t ldb, int64_t 
       if (row_pairs.size() < size_t(cols * pairs)) row_pairs.resize(cols * pairs);
       uint32_t* rows = row_pairs.data();
       parallel_for(cols, std::max<int64_t>(4, 4096 / pairs), [&](int64_t c0, int64_t c1) {
-        pairs_of_rows(c1 - c0, k, b + (j0 + c0) * ldb, ldb, rows + c0 * pairs);
+        pairs_of_rows(c1 - c0, k, b + (j0 + c0) * ldb, ldb, rows + c0 * pairs, pairs);
         for (int64_t p = 0; p < pairs; ++p)
           for (int64_t j = c0; j < c1; ++j) panel[p * width + j] = rows[j * pairs + p];
       });

@@ -205,9 +205,7 @@ void gemm_tn_sums(int64_t m, int64_t n, int64_t k, const double* a, const double
 }
 
 bool products_make_rows() {
-  // The AMX path packs its operands whole (engine/kernels/bf16_gemm_amx.cpp).
-  return matmul_precision() == MatmulPrecision::bf16 &&
-         bf16_hardware() == Bf16Hardware::avx512_bf16;
+  return matmul_precision() == MatmulPrecision::bf16;
 }
 
 void gemm_bias_made(const MadeRows& a, int64_t n, const float* b, const float* bias, float* c) {

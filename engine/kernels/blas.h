@@ -54,9 +54,9 @@ void gemm_tn_sums(int64_t m, int64_t n, int64_t k, const double* a, const double
                   double* sums);
 
 // Products with one operand made on demand (engine/kernels/made_rows.h). True where they
-// make it a block of rows at a time, as it is packed (bf16 mode on AVX512-BF16); otherwise
-// they make it whole first and run the stored product, so a caller that would keep the
-// matrix anyway had better pass it stored.
+// make it a block of rows at a time, as it is packed (bf16 mode, either kind of bf16 unit);
+// otherwise they make it whole first and run the stored product, so a caller that would keep
+// the matrix anyway had better pass it stored.
 bool products_make_rows();
 // C (a.rows x n) = A B^T + bias in every row, B (n x a.cols), bias (n) or null: gemm_bias.
 void gemm_bias_made(const MadeRows& a, int64_t n, const float* b, const float* bias, float* c);

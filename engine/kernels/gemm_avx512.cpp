@@ -9,6 +9,7 @@
 
 #include "engine/core/parallel.h"
 #include "engine/kernels/axis_sums.h"
+#include "engine/kernels/transpose16.h"
 
 // GCC 12 inlines the plain (unmasked) shuffles as masked ones with an undefined pass-through
 // vector, and then warns that it may be used uninitialised; it is never read.
@@ -114,46 +115,6 @@ constexpr TileFn kNarrowTiles[kNarrowRows] = {tile<TA, 1, 1>,  tile<TA, 2, 1>,  
                                               tile<TA, 4, 1>,  tile<TA, 5, 1>,  tile<TA, 6, 1>,
                                               tile<TA, 7, 1>,  tile<TA, 8, 1>,  tile<TA, 9, 1>,
                                               tile<TA, 10, 1>, tile<TA, 11, 1>, tile<TA, 12, 1>};
-
-// Out row p = column p of a 16 x 16 block of `in` (rows ld apart): `rows` rows of it exist
-// (the others count as zero) and `cols` columns are read, so `cols` rows of 16 are written
-// (ldo apart). Four rounds of shuffles in registers, where a scalar loop would take a load
-// and a store per element.
-__attribute__((target("avx512f"))) void transpose16(const float* in, int64_t ld, int rows, int cols,
-                                                    float* out, int64_t ldo) {
-  const __mmask16 mask = __mmask16((1u << cols) - 1);
-  __m512 r[16], t[16];
-#pragma GCC unroll 16
-  for (int i = 0; i < 16; ++i)
-    r[i] = i < rows ? _mm512_maskz_loadu_ps(mask, in + i * ld) : _mm512_setzero_ps();
-#pragma GCC unroll 16
-  for (int i = 0; i < 16; i += 2) {  // pairs of rows, element by element
-    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-  }
-#pragma GCC unroll 16
-  for (int i = 0; i < 16; i += 4)  // quads of rows: r[i + c] holds columns c, c+4, c+8, c+12
-#pragma GCC unroll 16
-    for (int h = 0; h < 2; ++h) {
-      const __m512d lo = _mm512_castps_pd(t[i + h]), hi = _mm512_castps_pd(t[i + h + 2]);
-      r[i + 2 * h] = _mm512_castpd_ps(_mm512_unpacklo_pd(lo, hi));
-      r[i + 2 * h + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(lo, hi));
-    }
-#pragma GCC unroll 16
-  for (int i = 0; i < 16; i += 8)  // 128-bit quarters of two quads: columns c and c + 8
-#pragma GCC unroll 16
-    for (int c = 0; c < 4; ++c) {
-      t[i + c] = _mm512_shuffle_f32x4(r[i + c], r[i + c + 4], 0x88);
-      t[i + c + 4] = _mm512_shuffle_f32x4(r[i + c], r[i + c + 4], 0xdd);
-    }
-#pragma GCC unroll 16
-  for (int c = 0; c < 8; ++c) {  // the halves of the block: whole columns
-    const __m512 low = _mm512_shuffle_f32x4(t[c], t[c + 8], 0x88);
-    const __m512 high = _mm512_shuffle_f32x4(t[c], t[c + 8], 0xdd);
-    if (c < cols) _mm512_storeu_ps(out + c * ldo, low);
-    if (c + 8 < cols) _mm512_storeu_ps(out + (c + 8) * ldo, high);
-  }
-}
 
 // op(B) (k x n) as panels of 64 columns, each k x 64 and contiguous (the last one padded
 // with zeros). Read in place, B's rows lie ldb floats apart, and at ldb = 256 or more the

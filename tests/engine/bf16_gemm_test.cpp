@@ -164,7 +164,7 @@ TEST_CASE(
     // (with the start offset to each thread's columns), and a narrow one by rows.
     check_case({true, false, 32, 290, 1500, 1.0f, 0.0f, true, tiles});
     check_case({true, true, 32, 9, 2100, 1.0f, 1.0f, false, tiles});
-    check_case({false, false, 5, 7, 0, 1.0f, 0.5f, false, tiles});       // k = 0: only beta
+    check_case({false, false, 5, 7, 0, 1.0f, 0.5f, false, tiles});  // k = 0: only beta
     // Rows end to end: packed as one long row when k is even (and row by row when it is odd).
     for (bool tb : {false, true}) {
       check_case({false, tb, 100, 50, 16, 0.25f, 0.0f, false, tiles, true});
@@ -174,52 +174,75 @@ TEST_CASE(
   }
 }
 
-// Without a start vector, the AVX512-BF16 loops and the plain model of the AMX tiles sum each
-// element as one chain over the same pairs, each pair's two products added in turn
-// (VDPBF16PS), in the same chunks of k: so the AMX layout, its zero padding, its blocks and
-// their split among threads must change no bit. (With a start vector the AVX-512 chain starts
-// from it and the tiles add it at the end: other bits. The AMX tiles themselves are held to
-// the float64 bound above, not to these bits: Intel describes TDPBF16PS as keeping the even
-// and odd terms apart within one instruction.)
-TEST_CASE("without a start vector the model of the AMX tiles gives the AVX512-BF16 loops' bits") {
+// tdpbf16ps sums each step of 16 pairs in two float chains, the pairs' first terms in one and
+// their second terms in the other, then adds the two chains and then that to the tile's sum
+// (measured on Sapphire Rapids class hardware; vdpbf16ps instead adds both terms of each pair
+// in turn). With one row of A = (2^24, -2^24), (1, 0) x 15 and B all ones, the first chain
+// stays at 2^24 (2^24 + 1 is a tie, rounded to even) and cancels the second: the tiles give
+// 0, where pair-by-pair sums give 15.
+TEST_CASE("the model of the AMX tiles sums a step's first and second terms apart, as tdpbf16ps") {
   if (!have_bf16()) {
     MESSAGE("skipped: this CPU has no AVX512-BF16");
     return;
   }
-  struct Shape3 {
-    bool ta, tb;
-    int64_t m, n, k;
-  };
-  const Shape3 shapes[] = {
-      {false, true, 700, 192, 64},   // a linear forward (qkv) without bias
-      {false, false, 700, 64, 256},  // its input gradient
-      {true, false, 192, 64, 1300},  // its weight gradient: chunks of k
-      {false, true, 900, 32, 9},     // a grey image's first convolution without bias
-      {false, false, 900, 9, 32},    // its input gradient's columns
-      {true, false, 64, 288, 1700},  // a convolution's weight gradient
-      {false, true, 50, 50, 64},     // attention scores
-      {false, false, 50, 64, 50},    // attention output
+  const int64_t k = 32;
+  std::vector<float> a(k, 0.0f), b(k, 1.0f);
+  a[0] = 16777216.0f, a[1] = -16777216.0f;
+  for (int64_t l = 2; l < k; l += 2) a[l] = 1.0f;
+  for (const Bf16Tiles tiles : runnable_tiles()) {
+    CAPTURE(int(tiles));
+    float c = -1.0f;
+    gemm_bf16(false, false, 1, 1, k, 1.0f, a.data(), k, b.data(), 1, 0.0f, &c, 1, nullptr, tiles);
+    CHECK(c == (tiles == Bf16Tiles::avx512_bf16 ? 15.0f : 0.0f));
+  }
+}
+
+// The AMX tiles against their plain model, bit for bit: the project's product shapes, with and
+// without a start vector, a C summed into (beta = 1), alpha and beta applied after the tiles,
+// blocks at C's edges, chunks of k, and operands near the bottom of the float range, whose
+// subnormal products and sums the tiles flush to zero. On one and two threads.
+TEST_CASE("on an AMX machine the tiles give the bits of their model") {
+  if (bf16_hardware() != Bf16Hardware::amx) {
+    MESSAGE("skipped: this CPU has no AMX-BF16");
+    return;
+  }
+  const Case shapes[] = {
+      {false, true, 700, 192, 64, 1.0f, 0.0f, true},    // a linear forward with its bias
+      {false, false, 700, 64, 256, 1.0f, 0.0f, false},  // its input gradient
+      {true, false, 192, 64, 1300, 1.0f, 0.0f, false},  // its weight gradient: chunks of k
+      {true, false, 64, 288, 1700, 1.0f, 1.0f, false},  // a convolution's, summed into C
+      {false, true, 900, 32, 9, 1.0f, 0.0f, true},      // a grey image's first convolution
+      {false, true, 50, 50, 64, 0.125f, 0.0f, false},   // attention scores, scaled
+      {false, false, 50, 64, 50, 1.0f, 0.0f, false},    // attention output
+      {true, true, 67, 33, 31, 2.0f, 0.5f, false},      // alpha and beta after the tiles
+      {false, false, 45, 70, 800, 1.0f, 1.0f, false},   // two chunks, C summed into
   };
   const int threads = num_threads();
-  for (const Shape3& s : shapes) {
-    CAPTURE(s.ta);
-    CAPTURE(s.tb);
-    CAPTURE(s.m);
-    CAPTURE(s.n);
-    CAPTURE(s.k);
-    Rng rng(uint64_t(s.m * 31 + s.n * 17 + s.k));
-    const int64_t lda = s.ta ? s.m : s.k, ldb = s.tb ? s.k : s.n;
-    const auto a = random_floats(s.m * s.k, rng), b = random_floats(s.n * s.k, rng);
-    for (int t : {1, 2}) {
-      set_num_threads(t);
-      std::vector<float> avx(s.m * s.n), model(s.m * s.n);
-      gemm_bf16(s.ta, s.tb, s.m, s.n, s.k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, avx.data(),
-                s.n, nullptr, Bf16Tiles::avx512_bf16);
-      gemm_bf16(s.ta, s.tb, s.m, s.n, s.k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, model.data(),
-                s.n, nullptr, Bf16Tiles::amx_model);
-      CHECK(std::memcmp(avx.data(), model.data(), avx.size() * sizeof(float)) == 0);
+  for (const Case& s : shapes)
+    for (const float scale : {1.0f, 1e-20f}) {
+      CAPTURE(s.ta);
+      CAPTURE(s.tb);
+      CAPTURE(s.m);
+      CAPTURE(s.n);
+      CAPTURE(s.k);
+      CAPTURE(scale);
+      Rng rng(uint64_t(s.m * 31 + s.n * 17 + s.k));
+      const int64_t lda = s.ta ? s.m : s.k, ldb = s.tb ? s.k : s.n;
+      auto a = random_floats(s.m * s.k, rng), b = random_floats(s.n * s.k, rng);
+      for (float& x : a) x *= scale;  // products near 1e-40: subnormal
+      for (float& x : b) x *= scale;
+      const auto c0 = random_floats(s.m * s.n, rng), start = random_floats(s.n, rng);
+      const float* st = s.with_start ? start.data() : nullptr;
+      for (int t : {1, 2}) {
+        set_num_threads(t);
+        std::vector<float> tiles = c0, model = c0;
+        gemm_bf16(s.ta, s.tb, s.m, s.n, s.k, s.alpha, a.data(), lda, b.data(), ldb, s.beta,
+                  tiles.data(), s.n, st, Bf16Tiles::amx);
+        gemm_bf16(s.ta, s.tb, s.m, s.n, s.k, s.alpha, a.data(), lda, b.data(), ldb, s.beta,
+                  model.data(), s.n, st, Bf16Tiles::amx_model);
+        CHECK(std::memcmp(tiles.data(), model.data(), tiles.size() * sizeof(float)) == 0);
+      }
     }
-  }
   set_num_threads(threads);
 }
 

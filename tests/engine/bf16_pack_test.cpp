@@ -60,7 +60,7 @@ TEST_CASE("the bf16 packers give bf16_pair's words, subnormals, ties, NaN and in
       // Short rows (k <= 32), ld apart.
       if (k <= 32) {
         std::vector<uint32_t> rows(size_t(3 * pairs), 7u);
-        detail::bf16_pairs_of_short_rows(x.data(), k, 3, k, rows.data());
+        detail::bf16_pairs_of_short_rows(x.data(), k, 3, k, rows.data(), (k + 1) / 2);
         for (int64_t r = 0; r < 3; ++r)
           for (int64_t p = 0; p < pairs; ++p)
             CHECK(rows[r * pairs + p] == pair_at(x.data() + r * k, p));
