@@ -35,11 +35,11 @@ const char* kUsage =
 
 using Command = int (*)(const std::vector<std::string>&);
 const std::pair<const char*, Command> kCommands[] = {
-    {"train", vg::tools::run_train},         {"eval", vg::tools::run_eval},
-    {"export", vg::tools::run_export},       {"import", vg::tools::run_import},
-    {"summary", vg::tools::run_summary},     {"gradcheck", vg::tools::run_gradcheck},
-    {"graph", vg::tools::run_graph},         {"demo", vg::tools::run_demo},
-    {"plot", vg::tools::run_plot},           {"bench", vg::tools::run_bench},
+    {"train", vg::tools::run_train},     {"eval", vg::tools::run_eval},
+    {"export", vg::tools::run_export},   {"import", vg::tools::run_import},
+    {"summary", vg::tools::run_summary}, {"gradcheck", vg::tools::run_gradcheck},
+    {"graph", vg::tools::run_graph},     {"demo", vg::tools::run_demo},
+    {"plot", vg::tools::run_plot},       {"bench", vg::tools::run_bench},
     {"ablate", vg::tools::run_ablate},
 };
 
@@ -49,6 +49,8 @@ const std::pair<const char*, Command> kCommands[] = {
 //   the CPU (e.g. Haswell's AVX2 on an AVX-512 CPU) it halves the speed of every product, so
 //   it is dropped, unless VITGRAD_KEEP_CORETYPE is set to a value other than 0. Each kernel
 //   family gives its own bits: runs are reproducible for a given family (`bench` prints it).
+//   Unset, OpenBLAS picks a family from the CPU's model number; one it does not know yet (a
+//   Xeon newer than the library) gets its oldest kernels, so vitgrad names the AVX-512 family.
 // - OMP_WAIT_POLICY unset lets OpenMP threads spin for about 3 ms before they sleep. Every op
 //   opens a parallel region, and on cores that other processes also use a spinning thread
 //   holds the core the thread it waits for needs: a training step measured 3x slower than
@@ -68,6 +70,10 @@ void choose_library_settings(char** argv) {
     setenv("VITGRAD_DROPPED_CORETYPE", forced, 1);
     unsetenv("OPENBLAS_CORETYPE");
     restart = true;
+  } else if (const char* core = vg::blas_core_for_cpu()) {
+    setenv("VITGRAD_UNRECOGNISED_CORE", vg::blas_core_name(), 1);
+    setenv("OPENBLAS_CORETYPE", core, 1);
+    restart = true;
   }
   if (!std::getenv("OMP_WAIT_POLICY")) {
     if (!std::getenv("GOMP_SPINCOUNT")) setenv("GOMP_SPINCOUNT", "1000", 1);
@@ -80,6 +86,10 @@ void choose_library_settings(char** argv) {
   if (const char* dropped = std::getenv("VITGRAD_DROPPED_CORETYPE")) {
     setenv("OPENBLAS_CORETYPE", dropped, 1);
     unsetenv("VITGRAD_DROPPED_CORETYPE");
+  }
+  if (std::getenv("VITGRAD_UNRECOGNISED_CORE")) {
+    unsetenv("OPENBLAS_CORETYPE");
+    unsetenv("VITGRAD_UNRECOGNISED_CORE");
   }
 }
 
@@ -104,9 +114,9 @@ int main(int argc, char** argv) {
       names.push_back(name);
     }
     const std::string guess = vg::tools::did_you_mean(command, names);
-    throw vg::tools::UsageError("vitgrad: unknown command '" + command + "'" +
-                                (guess.empty() ? " (see vitgrad --help)"
-                                               : " (did you mean " + guess + "?)"));
+    throw vg::tools::UsageError(
+        "vitgrad: unknown command '" + command + "'" +
+        (guess.empty() ? " (see vitgrad --help)" : " (did you mean " + guess + "?)"));
   } catch (const vg::tools::UsageError& e) {
     std::cerr << e.what() << "\n";  // already "vitgrad <command>: ..."
     return 2;

@@ -230,15 +230,26 @@ bool blas_core_narrower_than_cpu(const char* core) {
   return true;
 }
 
+const char* blas_core_for_cpu() {
+  const char* own = openblas_get_corename();
+  if (std::getenv("OPENBLAS_CORETYPE") || !blas_core_narrower_than_cpu(own)) return nullptr;
+  return "SkylakeX";  // its AVX-512 sgemm and dgemm, which Cooperlake's and later ones share
+}
+
 std::string blas_core_note() {
+  std::string note;
   if (const char* dropped = std::getenv("VITGRAD_DROPPED_CORETYPE"))
-    return std::string("note: OPENBLAS_CORETYPE=") + dropped +
+    note = std::string("note: OPENBLAS_CORETYPE=") + dropped +
            " was ignored: this CPU runs wider kernels (set VITGRAD_KEEP_CORETYPE=1 to keep it)";
+  if (const char* own = std::getenv("VITGRAD_UNRECOGNISED_CORE"))
+    note += std::string(note.empty() ? "" : "\n") + "note: OpenBLAS chose its " + own +
+            " kernels for this CPU, which it does not recognise; vitgrad set OPENBLAS_CORETYPE=" +
+            blas_core_name();
   const char* forced = std::getenv("OPENBLAS_CORETYPE");
-  if (forced && blas_core_narrower_than_cpu(forced))
+  if (note.empty() && forced && blas_core_narrower_than_cpu(forced))
     return std::string("warning: OPENBLAS_CORETYPE=") + forced +
            " forces narrower OpenBLAS kernels than this CPU supports (AVX-512)";
-  return "";
+  return note;
 }
 
 }  // namespace vg

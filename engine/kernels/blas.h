@@ -68,8 +68,13 @@ const char* blas_core_name();
 // True when `core` (an OPENBLAS_CORETYPE value) names kernels narrower than the CPU runs:
 // a family without AVX-512 on a CPU with AVX-512.
 bool blas_core_narrower_than_cpu(const char* core);
+// The family to name in OPENBLAS_CORETYPE where it is unset and OpenBLAS, not recognising the
+// CPU, chose kernels narrower than the CPU runs (a new Xeon gets its oldest, Prescott, and a
+// fifth of the sgemm rate); null otherwise.
+const char* blas_core_for_cpu();
 // "warning: ..." when OPENBLAS_CORETYPE holds OpenBLAS to narrower kernels than the CPU
-// supports, "note: ..." when it was dropped for that reason (tools/main.cpp); else empty.
+// supports, "note: ..." when it was dropped for that reason or set for an unrecognised CPU
+// (tools/main.cpp); else empty.
 std::string blas_core_note();
 
 }  // namespace vg

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/kernels/blas.h"
 #include "tests/tools/cli_helpers.h"
 
 using vg::testing::vitgrad;
@@ -74,6 +75,20 @@ TEST_CASE("OPENBLAS_CORETYPE: a narrower family is dropped unless VITGRAD_KEEP_C
   } else {  // nothing wider to gain: the user's choice stands
     CHECK(core == "Haswell");
   }
+}
+
+// Unset, the family is OpenBLAS's own choice, unless OpenBLAS does not know the CPU (a Xeon
+// newer than the library gets its oldest kernels, Prescott): then vitgrad names the AVX-512
+// family, and says so.
+TEST_CASE("OPENBLAS_CORETYPE unset: an AVX-512 CPU runs AVX-512 kernels, recognised or not") {
+  const auto r = vitgrad(kTiny + "--json", "env -u OPENBLAS_CORETYPE");
+  REQUIRE(r.exit_code == 0);
+  const std::string core = nlohmann::json::parse(r.out).at("blas_core");
+  INFO("kernels ", core, ", stderr: ", r.err);
+  if (__builtin_cpu_supports("avx512f")) CHECK(!vg::blas_core_narrower_than_cpu(core.c_str()));
+  const bool set_here = r.err.find("which it does not recognise") != std::string::npos;
+  if (set_here) CHECK(core == "SkylakeX");
+  if (!__builtin_cpu_supports("avx512f")) CHECK(!set_here);
 }
 
 TEST_CASE("OMP_WAIT_POLICY: unset means passive after a short spin; what the user sets is kept") {
