@@ -62,6 +62,9 @@ void rows_packing_a(const Layout& layout, const detail::Bf16Operands& packed_b, 
                     float alpha, float beta, const float* start, float* c, int64_t ldc) {
   const int64_t pairs = packed_b.pairs, block_rows = layout.block_rows;
   const int64_t blocks = (m + block_rows - 1) / block_rows;
+  // The AMX tiles keep a block's sums over the whole of k: a chunk would store them to C and
+  // load them back. (A block of A and a panel of B stay in L1/L2 for the k of a ViT.)
+  const int64_t chunk = layout.amx ? pairs : kChunkPairs;
   const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 18) / (block_rows * n * k));
   parallel_for(blocks, grain, [&](int64_t q0, int64_t q1) {
     thread_local std::vector<uint32_t> block;  // grown once per shape, then reused
@@ -76,9 +79,9 @@ void rows_packing_a(const Layout& layout, const detail::Bf16Operands& packed_b, 
       detail::pairs_of_rows(rows, k, made ? made_rows.data() : a + i0 * lda, made ? k : lda,
                             block.data(), pairs);
       std::fill(block.data() + rows * pairs, block.data() + layout.packed_rows(rows) * pairs, 0u);
-      for (int64_t p = 0; p < pairs; p += kChunkPairs)
-        layout.rows(ops, 0, rows, n, p, std::min(pairs, p + kChunkPairs), alpha,
-                    p == 0 ? beta : 1.0f, p == 0 ? start : nullptr, c + i0 * ldc, ldc);
+      for (int64_t p = 0; p < pairs; p += chunk)
+        layout.rows(ops, 0, rows, n, p, std::min(pairs, p + chunk), alpha, p == 0 ? beta : 1.0f,
+                    p == 0 ? start : nullptr, c + i0 * ldc, ldc);
     }
   });
 }

@@ -43,6 +43,9 @@ void pairs_of_rows(int64_t rows, int64_t k, const float* x, int64_t ld, uint32_t
 // Pair p of `count` columns: out[p * out_ld + i] = (x[2p * ld + i], x[(2p + 1) * ld + i]).
 void interleave_rows(int64_t k, int64_t count, const float* x, int64_t ld, uint32_t* out,
                      int64_t out_ld);
+// out[c * out_ld + r] = in[r * in_ld + c] for a rows x cols matrix of 32-bit words.
+void transpose_words(const uint32_t* in, int64_t rows, int64_t cols, int64_t in_ld, uint32_t* out,
+                     int64_t out_ld);
 // out[i * stride + p] = by_pairs[p * rows + i] (a chunk of a transposed A, as interleave_rows
 // packs it, with each row of op(A) contiguous, as the AMX tiles read it), zeros up to `stride`
 // words a row and `padded_rows` rows.

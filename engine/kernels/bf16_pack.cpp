@@ -41,23 +41,26 @@ void interleave_rows(int64_t k, int64_t count, const float* x, int64_t ld, uint3
   });
 }
 
-// Word p of row i out of word i of row p: the pairs of a chunk of a transposed A, packed as
-// they lie (interleave_rows), turned into rows of op(A) for the AMX tiles, 16 x 16 words at a
-// time in registers, with zeros up to `stride` words a row and `padded_rows` rows.
-__attribute__((target("avx512f"))) void pairs_to_rows(const uint32_t* by_pairs, int64_t pairs,
-                                                      int64_t rows, uint32_t* out, int64_t stride,
-                                                      int64_t padded_rows) {
-  const float* in = reinterpret_cast<const float*>(by_pairs);  // moved, never computed on
+// out[c * out_ld + r] = in[r * in_ld + c] for a rows x cols matrix of words, 16 x 16 at a
+// time in registers; nothing else of out is written.
+__attribute__((target("avx512f"))) void transpose_words(const uint32_t* in, int64_t rows,
+                                                        int64_t cols, int64_t in_ld, uint32_t* out,
+                                                        int64_t out_ld) {
+  const float* from = reinterpret_cast<const float*>(in);  // moved, never computed on
   float* to = reinterpret_cast<float*>(out);
-  for (int64_t i = 0; i < rows; i += 16) {
-    const int cols = int(std::min<int64_t>(16, rows - i));
-    int64_t p = 0;
-    for (; p < pairs; p += 16)
-      transpose16(in + p * rows + i, rows, int(std::min<int64_t>(16, pairs - p)), cols,
-                  to + i * stride + p, stride);
-    for (int64_t r = i; r < i + cols; ++r)
-      std::fill(out + r * stride + p, out + (r + 1) * stride, 0u);
-  }
+  for (int64_t c = 0; c < cols; c += 16)
+    for (int64_t r = 0; r < rows; r += 16) {
+      const int height = int(std::min<int64_t>(16, rows - r));
+      transpose16(from + r * in_ld + c, in_ld, height, int(std::min<int64_t>(16, cols - c)),
+                  to + c * out_ld + r, out_ld, height);
+    }
+}
+
+void pairs_to_rows(const uint32_t* by_pairs, int64_t pairs, int64_t rows, uint32_t* out,
+                   int64_t stride, int64_t padded_rows) {
+  transpose_words(by_pairs, pairs, rows, rows, out, stride);
+  for (int64_t i = 0; i < rows; ++i)
+    std::fill(out + i * stride + pairs, out + (i + 1) * stride, 0u);
   std::fill(out + rows * stride, out + padded_rows * stride, 0u);
 }
 
@@ -77,8 +80,7 @@ void pack_b(bool tb, int64_t k, int64_t n, const float* b, int64_t ldb, int64_t 
       uint32_t* rows = row_pairs.data();
       parallel_for(cols, std::max<int64_t>(4, 4096 / pairs), [&](int64_t c0, int64_t c1) {
         pairs_of_rows(c1 - c0, k, b + (j0 + c0) * ldb, ldb, rows + c0 * pairs, pairs);
-        for (int64_t p = 0; p < pairs; ++p)
-          for (int64_t j = c0; j < c1; ++j) panel[p * width + j] = rows[j * pairs + p];
+        transpose_words(rows + c0 * pairs, c1 - c0, pairs, pairs, panel + c0, width);
       });
     }
     if (cols < width)

@@ -17,11 +17,12 @@
 namespace vg::detail {
 
 // Out row p = column p of a 16 x 16 block of `in` (rows ld apart): `rows` rows of it exist
-// (the others count as zero) and `cols` columns are read, so `cols` rows of 16 are written
-// (ldo apart).
+// (the others count as zero) and `cols` columns are read, so `cols` rows are written (ldo
+// apart), each its first `width` values (16: the zeros past `rows` too).
 __attribute__((target("avx512f"))) inline void transpose16(const float* in, int64_t ld, int rows,
-                                                           int cols, float* out, int64_t ldo) {
-  const __mmask16 mask = __mmask16((1u << cols) - 1);
+                                                           int cols, float* out, int64_t ldo,
+                                                           int width = 16) {
+  const __mmask16 mask = __mmask16((1u << cols) - 1), kept = __mmask16((1u << width) - 1);
   __m512 r[16], t[16];
 #pragma GCC unroll 16
   for (int i = 0; i < 16; ++i)
@@ -50,8 +51,8 @@ __attribute__((target("avx512f"))) inline void transpose16(const float* in, int6
   for (int c = 0; c < 8; ++c) {  // the halves of the block: whole columns
     const __m512 low = _mm512_shuffle_f32x4(t[c], t[c + 8], 0x88);
     const __m512 high = _mm512_shuffle_f32x4(t[c], t[c + 8], 0xdd);
-    if (c < cols) _mm512_storeu_ps(out + c * ldo, low);
-    if (c + 8 < cols) _mm512_storeu_ps(out + (c + 8) * ldo, high);
+    if (c < cols) _mm512_mask_storeu_ps(out + c * ldo, kept, low);
+    if (c + 8 < cols) _mm512_mask_storeu_ps(out + (c + 8) * ldo, kept, high);
   }
 }
 
