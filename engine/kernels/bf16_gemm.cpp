@@ -43,11 +43,11 @@ struct Layout {
 };
 
 Layout layout_for(Bf16Tiles tiles, int64_t n) {
-  if (tiles == Bf16Tiles::amx || tiles == Bf16Tiles::amx_model)
-    return {
-        true,      tiles == Bf16Tiles::amx ? detail::bf16_rows_amx : detail::bf16_rows_amx_model,
-        kAmxBlock, kAmxBlock,
-        kAmxBlock, kAmxBlock};
+  if (tiles == Bf16Tiles::amx || tiles == Bf16Tiles::amx_model) {
+    const RowsKernel rows =
+        tiles == Bf16Tiles::amx ? detail::bf16_rows_amx : detail::bf16_rows_amx_model;
+    return {true, rows, kAmxBlock, kAmxBlock, kAmxBlock, kAmxBlock};
+  }
   // AVX512-BF16: blocks of the kernel's own 48 rows, its tiles of 6 rows and vectors of 16.
   return {false, detail::bf16_rows_avx512, std::min(kMaxPanelCols, round_up(n, kLanes)), 48, 6,
           kLanes};
