@@ -132,7 +132,10 @@ TEST_CASE("each fused linear equals its op-by-op graph in float32, at one and tw
         if (i == 0 || !c.scaled)
           CHECK(count_different(fused[i], ref[i]) == 0);  // the same bits
         else
-          CHECK(max_rel_diff(fused[i], ref[i]) < 2e-5);  // float32 rounding of other sums
+          // Float32 rounding of other sums (ds from G = dy^T a, not from the product): up to
+          // 2.03e-5 measured, with OpenBLAS's oldest kernels (Prescott) under -O1; a wrong term
+          // would be off by far more.
+          CHECK(max_rel_diff(fused[i], ref[i]) < 5e-5);
       }
     }
   }
