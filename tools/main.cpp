@@ -35,11 +35,11 @@ const char* kUsage =
 
 using Command = int (*)(const std::vector<std::string>&);
 const std::pair<const char*, Command> kCommands[] = {
-    {"train", vg::tools::run_train},     {"eval", vg::tools::run_eval},
-    {"export", vg::tools::run_export},   {"import", vg::tools::run_import},
-    {"summary", vg::tools::run_summary}, {"gradcheck", vg::tools::run_gradcheck},
-    {"graph", vg::tools::run_graph},     {"demo", vg::tools::run_demo},
-    {"plot", vg::tools::run_plot},       {"bench", vg::tools::run_bench},
+    {"train", vg::tools::run_train},         {"eval", vg::tools::run_eval},
+    {"export", vg::tools::run_export},       {"import", vg::tools::run_import},
+    {"summary", vg::tools::run_summary},     {"gradcheck", vg::tools::run_gradcheck},
+    {"graph", vg::tools::run_graph},         {"demo", vg::tools::run_demo},
+    {"plot", vg::tools::run_plot},           {"bench", vg::tools::run_bench},
     {"ablate", vg::tools::run_ablate},
 };
 
@@ -114,9 +114,9 @@ int main(int argc, char** argv) {
       names.push_back(name);
     }
     const std::string guess = vg::tools::did_you_mean(command, names);
-    throw vg::tools::UsageError(
-        "vitgrad: unknown command '" + command + "'" +
-        (guess.empty() ? " (see vitgrad --help)" : " (did you mean " + guess + "?)"));
+    throw vg::tools::UsageError("vitgrad: unknown command '" + command + "'" +
+                                (guess.empty() ? " (see vitgrad --help)"
+                                               : " (did you mean " + guess + "?)"));
   } catch (const vg::tools::UsageError& e) {
     std::cerr << e.what() << "\n";  // already "vitgrad <command>: ..."
     return 2;
