@@ -20,6 +20,8 @@ constexpr int64_t kMaxPanelCols = 64, kLanes = 16;
 // The AMX tiles' blocks of C are 32 x 32 and their steps along k 16 pairs
 // (engine/kernels/bf16_gemm_amx.cpp).
 constexpr int64_t kAmxBlock = 32, kAmxPairs = 16;
+// A product's C at least this large is written with streaming stores where the tiles can.
+constexpr int64_t kStreamBytes = int64_t(4) << 20;
 
 int64_t round_up(int64_t x, int64_t to) {
   return (x + to - 1) / to * to;
@@ -65,6 +67,10 @@ void rows_packing_a(const Layout& layout, const detail::Bf16Operands& packed_b, 
   // The AMX tiles keep a block's sums over the whole of k: a chunk would store them to C and
   // load them back. (A block of A and a panel of B stay in L1/L2 for the k of a ViT.)
   const int64_t chunk = layout.amx ? pairs : kChunkPairs;
+  // A C larger than L2, written whole by the tiles (not added to), goes past the caches.
+  const bool stream_c = layout.amx && beta == 0.0f &&
+                        m * n * int64_t(sizeof(float)) >= kStreamBytes &&
+                        reinterpret_cast<uintptr_t>(c) % 64 == 0 && ldc % 16 == 0;
   const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 18) / (block_rows * n * k));
   parallel_for(blocks, grain, [&](int64_t q0, int64_t q1) {
     thread_local std::vector<uint32_t> block;  // grown once per shape, then reused
@@ -73,6 +79,7 @@ void rows_packing_a(const Layout& layout, const detail::Bf16Operands& packed_b, 
     if (made && made_rows.size() < size_t(block_rows * k)) made_rows.resize(block_rows * k);
     detail::Bf16Operands ops = packed_b;
     ops.a = block.data(), ops.a_row = pairs, ops.a_pair = 1;
+    ops.stream_c = stream_c;
     for (int64_t q = q0; q < q1; ++q) {
       const int64_t i0 = q * block_rows, rows = std::min(block_rows, m - i0);
       if (made) made->fill(i0, i0 + rows, 0, k, made_rows.data());

@@ -89,6 +89,18 @@ struct Tiles {
     _tile_stored(2, to + kTile * ld, ld * 4);
     _tile_stored(3, to + kTile * ld + kTile, ld * 4);
   }
+  // The same through `buffer` (32 x 32 floats, in L1) and streaming stores.
+  __attribute__((target("amx-tile,avx512f"))) void store_streaming(float* to, int64_t ld,
+                                                                   float* buffer) {
+    _tile_stored(0, buffer, kBlock * 4);
+    _tile_stored(1, buffer + kTile, kBlock * 4);
+    _tile_stored(2, buffer + kTile * kBlock, kBlock * 4);
+    _tile_stored(3, buffer + kTile * kBlock + kTile, kBlock * 4);
+    for (int r = 0; r < kBlock; ++r) {
+      _mm512_stream_ps(to + r * ld, _mm512_load_ps(buffer + r * kBlock));
+      _mm512_stream_ps(to + r * ld + kTile, _mm512_load_ps(buffer + r * kBlock + kTile));
+    }
+  }
 };
 
 // The tiles treat subnormal inputs as zero and flush subnormal results to zero, whatever the
@@ -130,6 +142,7 @@ struct TilesModel {
     for (int r = 0; r < kBlock; ++r)
       for (int s = 0; s < kBlock; ++s) to[r * ld + s] = sums[r][s];
   }
+  void store_streaming(float* to, int64_t ld, float*) const { store(to, ld); }
 };
 
 // The lanes of a row of a block that lie inside C: 16 at a time, `cols` in all.
@@ -211,7 +224,10 @@ void rows_of_blocks(TileKind& tiles, const Bf16Operands& ops, int64_t i0, int64_
           last_row && j + kBlock < n ? panel + ops.pairs * kBlock : nullptr;
       tiles.multiply(ops.a + i * ops.a_row + p0, ops.a_row, panel, p1 - p0, next_a, next_panel);
       if (in_tiles && whole) {
-        tiles.store(block, ldc);
+        if (ops.stream_c)
+          tiles.store_streaming(block, ldc, edge);
+        else
+          tiles.store(block, ldc);
         continue;
       }
       tiles.store(edge, kBlock);
@@ -231,6 +247,7 @@ __attribute__((target("amx-tile"))) void bf16_rows_amx(const Bf16Operands& ops, 
   Tiles tiles;
   rows_of_blocks(tiles, ops, i0, i1, n, p0, p1, alpha, beta, start, c, ldc);
   _tile_release();
+  if (ops.stream_c) _mm_sfence();  // the streamed blocks ordered before what follows
 }
 
 void bf16_rows_amx_model(const Bf16Operands& ops, int64_t i0, int64_t i1, int64_t n, int64_t p0,

@@ -19,6 +19,10 @@ struct Bf16Operands {
   const uint32_t* b = nullptr;
   int64_t panel_cols = 0;
   int64_t pairs = 0;
+  // Whole blocks of C written with streaming stores, past the caches: for a C larger than L2
+  // that no later step of the product reads, they save the read of each line before it is
+  // written. The AMX loops honour it; C's rows must then start on 64-byte boundaries.
+  bool stream_c = false;
 };
 
 // bf16_pair(x[2p], x[2p + 1]) into out[p] for the pairs of a row of k floats (the last pair's
