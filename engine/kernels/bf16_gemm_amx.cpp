@@ -8,7 +8,8 @@
 // the whole of the block's pairs and start where the product says: from zero, from C (a sum
 // continued chunk after chunk of k) or from the start vector, read into every row of the
 // tiles by a load whose row stride is zero. Only blocks at C's edges, and an alpha other than
-// one, go through a small buffer.
+// one, go through a small buffer, and whole blocks of a C written with streaming stores
+// (Bf16Operands::stream_c), which leave from there.
 //
 // The packing makes every tile whole, so no tile is ever configured smaller: op(A)'s rows are
 // padded to a multiple of 32 and its pairs to a multiple of 16, with zeros, and each row's
