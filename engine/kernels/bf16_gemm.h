@@ -9,7 +9,8 @@
 // to 16 float sums; AMX tiles read the same panels and rows of A padded to whole tiles
 // (engine/kernels/bf16_gemm_amx.cpp). Each element of C is one chain of such steps over each
 // chunk of k, the chunks added to C in order, so the bits depend on the shape and the kind of
-// tiles alone, not on the threads.
+// tiles alone, not on the threads. On a CPU with AMX, products of fewer than 2^17
+// multiply-adds (an attention head's) run on the AVX512-BF16 loops: faster there.
 #pragma once
 
 #include <cstdint>
@@ -18,9 +19,9 @@
 
 namespace vg {
 
-// The tile loops a product runs on: the best the CPU has (bf16_hardware()), or, for tests, a
-// named kind, including a plain C++ model of the AMX tiles on their packed layout that runs
-// on any CPU with AVX512-BF16.
+// The tile loops a product runs on: the best the CPU has for its size (bf16_hardware(), and
+// AVX512-BF16 for a small product on an AMX CPU), or, for tests, a named kind, including a plain
+// C++ model of the AMX tiles on their packed layout that runs on any CPU with AVX512-BF16.
 enum class Bf16Tiles { best, avx512_bf16, amx, amx_model };
 
 // Row-major C (m x n) = alpha * op(A) op(B) + beta * C, op = transpose where ta / tb, with

@@ -246,6 +246,37 @@ TEST_CASE("on an AMX machine the tiles give the bits of their model") {
   set_num_threads(threads);
 }
 
+// On an AMX CPU a product of fewer than 2^17 multiply-adds (an attention head's) runs on the
+// AVX512-BF16 loops and a larger one on the tiles: the default gives the bits of that kind,
+// not of the other (the two sum in different orders, so random rows tell them apart).
+TEST_CASE("on an AMX machine small products run on the AVX512-BF16 loops, large ones on tiles") {
+  if (bf16_hardware() != Bf16Hardware::amx) {
+    MESSAGE("skipped: this CPU has no AMX-BF16");
+    return;
+  }
+  struct Size {
+    int64_t m, n, k;
+    Bf16Tiles expected, other;
+  };
+  const Size sizes[] = {{50, 32, 64, Bf16Tiles::avx512_bf16, Bf16Tiles::amx},   // 102,400
+                        {64, 64, 64, Bf16Tiles::amx, Bf16Tiles::avx512_bf16}};  // 262,144
+  for (const Size& s : sizes) {
+    CAPTURE(s.m);
+    CAPTURE(s.n);
+    Rng rng(11);
+    const auto a = random_floats(s.m * s.k, rng), b = random_floats(s.k * s.n, rng);
+    auto product = [&](Bf16Tiles tiles) {
+      std::vector<float> c(size_t(s.m * s.n));
+      gemm_bf16(false, false, s.m, s.n, s.k, 1.0f, a.data(), s.k, b.data(), s.n, 0.0f, c.data(),
+                s.n, nullptr, tiles);
+      return c;
+    };
+    const auto best = product(Bf16Tiles::best);
+    CHECK(best == product(s.expected));
+    CHECK(best != product(s.other));
+  }
+}
+
 // A C larger than L2 whose rows start on 64-byte boundaries is written by the tiles with
 // streaming stores (past the caches); its whole blocks, and the edge blocks stored as usual,
 // keep the model's bits. 2070 x 512 floats: over 4 MB, with 22 rows at the bottom edge.
