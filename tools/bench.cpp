@@ -9,11 +9,13 @@
 #include <iomanip>
 #include <iostream>
 #include <optional>
+#include <string>
 
 #include "engine/autograd/autograd.h"
 #include "engine/autograd/profile.h"
 #include "engine/core/parallel.h"
 #include "engine/core/storage.h"
+#include "engine/kernels/bf16_gemm.h"
 #include "engine/kernels/blas.h"
 #include "engine/kernels/matmul_precision.h"
 #include "engine/ops/ops.h"
@@ -191,6 +193,10 @@ int run_bench(const std::vector<std::string>& argv) {
               << std::setprecision(1) << peak << ")\n";
     if (bf16)
       std::cout << "bf16 products on " << bf16_hardware_name(bf16_hardware())
+                << (bf16_hardware() == Bf16Hardware::amx
+                        ? " (those under " + std::to_string(kAmxMinMacs) +
+                              " multiply-adds on AVX512-BF16)"
+                        : std::string())
                 << "; a 1024^3 sgemm: " << sgemm << " GFLOP/s\n";
     std::cout << "peak RSS: " << rss << " MB\n"
               << "heap allocations per step: " << allocs << "\n"

@@ -22,12 +22,6 @@ constexpr int64_t kMaxPanelCols = 64, kLanes = 16;
 constexpr int64_t kAmxBlock = 32, kAmxPairs = 16;
 // A product's C at least this large is written with streaming stores where the tiles can.
 constexpr int64_t kStreamBytes = int64_t(4) << 20;
-// Below this many multiply-adds a product runs on the AVX512-BF16 loops even where the CPU
-// has AMX: the tiles' fixed costs (their configuration, rows padded to 32 and pairs to 16,
-// blocks at C's edges through a buffer) outweigh their speed. An attention head of 16 or 32
-// (50 x 50 x 32 = 80,000) ran 7-17% faster on the AVX512-BF16 loops, one of 64 (160,000)
-// 10-18% slower (Intel Xeon, family 6 model 207).
-constexpr int64_t kAmxMinMacs = int64_t(1) << 17;
 
 int64_t round_up(int64_t x, int64_t to) {
   return (x + to - 1) / to * to;

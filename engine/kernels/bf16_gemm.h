@@ -24,6 +24,13 @@ namespace vg {
 // C++ model of the AMX tiles on their packed layout that runs on any CPU with AVX512-BF16.
 enum class Bf16Tiles { best, avx512_bf16, amx, amx_model };
 
+// Below this many multiply-adds `best` is the AVX512-BF16 loops even where the CPU has AMX:
+// the tiles' fixed costs (their configuration, rows padded to 32 and pairs to 16, blocks at
+// C's edges through a buffer) outweigh their speed. An attention head of 16 or 32 (50 x 50 x
+// 32 = 80,000) ran 7-17% faster on the AVX512-BF16 loops, one of 64 (160,000) 10-18% slower
+// (Intel Xeon, family 6 model 207).
+inline constexpr int64_t kAmxMinMacs = int64_t(1) << 17;
+
 // Row-major C (m x n) = alpha * op(A) op(B) + beta * C, op = transpose where ta / tb, with
 // op(A) and op(B) rounded to bf16. With `start` (n values, e.g. a bias) each sum starts from
 // start[j] (and beta is ignored: C is not read). Splits large products over the engine's
