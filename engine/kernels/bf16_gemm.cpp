@@ -73,8 +73,8 @@ void rows_packing_a(const Layout& layout, const detail::Bf16Operands& packed_b, 
                         reinterpret_cast<uintptr_t>(c) % 64 == 0 && ldc % 16 == 0;
   const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 18) / (block_rows * n * k));
   parallel_for(blocks, grain, [&](int64_t q0, int64_t q1) {
-    thread_local std::vector<uint32_t> block;  // grown once per shape, then reused
-    thread_local std::vector<float> made_rows;
+    thread_local detail::PackedWords block;  // grown once per shape, then reused
+    thread_local detail::PackedFloats made_rows;
     if (block.size() < size_t(block_rows * pairs)) block.resize(block_rows * pairs);
     if (made && made_rows.size() < size_t(block_rows * k)) made_rows.resize(block_rows * k);
     detail::Bf16Operands ops = packed_b;
@@ -117,8 +117,8 @@ void chunks_packing_both(const Layout& layout, bool tb, int64_t m, int64_t n, in
   // C's block (rows i0 + [0, rows), columns j0 + [0, cols)) over the whole of k.
   auto block = [&](int64_t i0, int64_t rows, int64_t j0, int64_t cols) {
     const int64_t panels = (cols + panel_cols - 1) / panel_cols;
-    thread_local std::vector<uint32_t> a_words, b_words, a_by_pairs;  // grown once per shape
-    thread_local std::vector<float> made_rows;
+    thread_local detail::PackedWords a_words, b_words, a_by_pairs;  // grown once per shape
+    thread_local detail::PackedFloats made_rows;
     if (a_words.size() < size_t(kChunkPairs * layout.packed_rows(rows)))
       a_words.resize(kChunkPairs * layout.packed_rows(rows));
     if (layout.amx && a_by_pairs.size() < size_t(kChunkPairs * rows))
@@ -198,7 +198,7 @@ void product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, con
                                start, sums_of_a);
   // op(B) packed whole (a layer's weights, or one attention head's operand): grown once per
   // shape, then reused; the workers read the caller's.
-  thread_local std::vector<uint32_t> b_words;
+  thread_local detail::PackedWords b_words;
   detail::Bf16Operands ops;
   ops.pairs = layout.packed_pairs((k + 1) / 2);
   ops.panel_cols = layout.panel_cols;

@@ -75,7 +75,7 @@ void pack_b(bool tb, int64_t k, int64_t n, const float* b, int64_t ldb, int64_t 
     if (!tb) {
       interleave_rows(k, cols, b + j0, ldb, panel, width);
     } else {  // column j of op(B) is row j of B: its pairs are contiguous there
-      thread_local std::vector<uint32_t> row_pairs;  // the caller's, shared by the workers
+      thread_local PackedWords row_pairs;  // the caller's, shared by the workers
       if (row_pairs.size() < size_t(cols * pairs)) row_pairs.resize(cols * pairs);
       uint32_t* rows = row_pairs.data();
       parallel_for(cols, std::max<int64_t>(4, 4096 / pairs), [&](int64_t c0, int64_t c1) {

@@ -106,3 +106,15 @@ TEST_CASE("pack_b lays B's pairs of rows out as panels, the padding zero") {
           }
     }
 }
+
+TEST_CASE("packed operands start on a cache line at every size, grown or not") {
+  // A tile row of 64 bytes that straddles two lines halves the AMX loops' speed.
+  for (size_t words : {size_t(1), size_t(3), size_t(17), size_t(4096), size_t(1) << 18}) {
+    detail::PackedWords packed(words);
+    CHECK(reinterpret_cast<uintptr_t>(packed.data()) % 64 == 0);
+    packed.resize(3 * words + 5);
+    CHECK(reinterpret_cast<uintptr_t>(packed.data()) % 64 == 0);
+    detail::PackedFloats rows(words);
+    CHECK(reinterpret_cast<uintptr_t>(rows.data()) % 64 == 0);
+  }
+}
