@@ -2,30 +2,16 @@
 // kind of bf16 unit). Internal to engine/kernels/bf16_gemm.cpp and its tile kernels.
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
-#include <new>
-#include <vector>
+
+#include "engine/kernels/cache_line_vector.h"
 
 namespace vg::detail {
 
-// Packed operands start on a cache line. A tile row is 64 bytes: one that straddles two lines
-// costs the tiles two loads, and the AMX loops ran 2.3 times slower on operands 16 bytes off a
-// line, where std::vector's own memory starts (Intel Xeon, family 6 model 207).
-template <class T>
-struct CacheLineAllocator {
-  using value_type = T;
-  static constexpr std::align_val_t kLine{64};
-  CacheLineAllocator() = default;
-  template <class U>
-  CacheLineAllocator(const CacheLineAllocator<U>&) {}
-  T* allocate(size_t count) { return static_cast<T*>(::operator new(count * sizeof(T), kLine)); }
-  void deallocate(T* p, size_t) { ::operator delete(p, kLine); }
-  bool operator==(const CacheLineAllocator&) const { return true; }
-};
 // The buffers the packers fill: bf16 pairs as words, and float rows made on demand.
-using PackedWords = std::vector<uint32_t, CacheLineAllocator<uint32_t>>;
-using PackedFloats = std::vector<float, CacheLineAllocator<float>>;
+// (Each 64-byte row of a packed operand on one cache line: kernels/cache_line_vector.h.)
+using PackedWords = kernels::CacheLineVector<uint32_t>;
+using PackedFloats = kernels::CacheLineVector<float>;
 
 // op(A) and op(B) rounded to bf16 and packed as pairs of consecutive k terms (bf16_pair):
 // `pairs` = ceil(k / 2), the last pair's second term zero when k is odd.

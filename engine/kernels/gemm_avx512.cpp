@@ -9,6 +9,7 @@
 
 #include "engine/core/parallel.h"
 #include "engine/kernels/axis_sums.h"
+#include "engine/kernels/cache_line_vector.h"
 #include "engine/kernels/transpose16.h"
 
 // GCC 12 inlines the plain (unmasked) shuffles as masked ones with an undefined pass-through
@@ -173,7 +174,7 @@ class PackedB {
   int64_t stride() const { return stride_; }
 
  private:
-  std::vector<float> data_;  // grown once per shape, then reused
+  kernels::CacheLineVector<float> data_;  // grown once per shape, then reused
   const float* in_place_ = nullptr;
   int64_t k_ = 0, stride_ = 0;
 };
@@ -263,7 +264,7 @@ bool transposed_a_product(int64_t m, int64_t n, int64_t k, float alpha, const fl
     // B would be packed, chunk by chunk, and A is narrow enough to be read in place: C^T =
     // B^T A packs nothing. Each element is the same fma chain (the products commute), so C
     // gets the same bits; e.g. fc2's weight gradient, (64 x 6400) times (6400 x 256).
-    thread_local std::vector<float> c_transposed;  // grown once per shape, then reused
+    thread_local kernels::CacheLineVector<float> c_transposed;  // grown once per shape, then reused
     if (c_transposed.size() < size_t(n * m)) c_transposed.resize(n * m);
     const ColumnSums sums{true, m, sums_parts};
     gemm_transposed_a(n, m, k, alpha, b, ldb, a, lda, 0.0f, c_transposed.data(), m,
