@@ -1,8 +1,8 @@
 // std::vector whose memory starts on a cache line (64 bytes), for the packed operands of the
-// matrix products. std::vector's own memory starts 16 bytes past a line (large blocks come
-// from mmap with a 16-byte header), so each 64-byte row of a packed operand would straddle two
-// lines and cost two loads: the AMX tile loops ran 2.3 times slower that way (Intel Xeon,
-// family 6 model 207).
+// matrix products. std::vector's own memory is only 16-byte aligned (a large block, which
+// glibc takes from mmap behind a 16-byte header, always starts 16 bytes past a line), so each
+// 64-byte row of a packed operand would straddle two lines and cost two loads: the AMX tile
+// loops ran 2.3 times slower that way (Intel Xeon, family 6 model 207).
 #pragma once
 
 #include <cstddef>

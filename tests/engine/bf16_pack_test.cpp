@@ -108,7 +108,7 @@ TEST_CASE("pack_b lays B's pairs of rows out as panels, the padding zero") {
 }
 
 TEST_CASE("packed operands start on a cache line at every size, grown or not") {
-  // A tile row of 64 bytes that straddles two lines halves the AMX loops' speed.
+  // A tile row of 64 bytes that straddles two lines costs the AMX loops over half their speed.
   for (size_t words : {size_t(1), size_t(3), size_t(17), size_t(4096), size_t(1) << 18}) {
     detail::PackedWords packed(words);
     CHECK(reinterpret_cast<uintptr_t>(packed.data()) % 64 == 0);
