@@ -195,7 +195,7 @@ int run_bench(const std::vector<std::string>& argv) {
       std::cout << "bf16 products on " << bf16_hardware_name(bf16_hardware())
                 << (bf16_hardware() == Bf16Hardware::amx
                         ? " (those under " + std::to_string(kAmxMinMacs) +
-                              " multiply-adds on AVX512-BF16)"
+                              " multiply-adds on float fmas)"
                         : std::string())
                 << "; a 1024^3 sgemm: " << sgemm << " GFLOP/s\n";
     std::cout << "peak RSS: " << rss << " MB\n"

@@ -171,6 +171,27 @@ void chunks_packing_both(const Layout& layout, bool tb, int64_t m, int64_t n, in
   }
 }
 
+// The loops `best` stands for, for a product of this size on this CPU; other kinds as asked.
+Bf16Tiles chosen(Bf16Tiles tiles, int64_t m, int64_t n, int64_t k) {
+  if (tiles != Bf16Tiles::best) return tiles;
+  if (bf16_hardware() != Bf16Hardware::amx) return Bf16Tiles::avx512_bf16;
+  return m * n * k >= kAmxMinMacs ? Bf16Tiles::amx : Bf16Tiles::fma;
+}
+
+// Bf16Tiles::fma: an operand made on demand is made whole first (a small product's).
+void product_on_fmas(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                     int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
+                     const float* start, const MadeRows* made_a, const MadeRows* made_b) {
+  thread_local detail::PackedFloats made;
+  if (made_a || made_b) {
+    const MadeRows& operand = made_a ? *made_a : *made_b;
+    made.resize(operand.rows * operand.cols);
+    operand.fill(0, operand.rows, 0, operand.cols, made.data());
+    (made_a ? a : b) = made.data();
+  }
+  detail::bf16_product_fma(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, start);
+}
+
 // gemm_bf16, with A or B made on demand where made_a or made_b is given (and a or b null).
 void product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
              int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
@@ -182,9 +203,7 @@ void product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, con
         "x", k, ")");
   check(tiles != Bf16Tiles::amx || units == Bf16Hardware::amx,
         "gemm_bf16: AMX tiles asked for on a CPU without them");
-  if (tiles == Bf16Tiles::best)
-    tiles = units == Bf16Hardware::amx && m * n * k >= kAmxMinMacs ? Bf16Tiles::amx
-                                                                   : Bf16Tiles::avx512_bf16;
+  tiles = chosen(tiles, m, n, k);
   if (start) beta = 0.0f;
   if (k <= 0) {  // an empty sum: C = alpha * start, or beta * C
     for (int64_t i = 0; i < m; ++i)
@@ -192,6 +211,9 @@ void product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, con
         c[i * ldc + j] = start ? alpha * start[j] : beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
     return;
   }
+  if (tiles == Bf16Tiles::fma)
+    return product_on_fmas(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, start, made_a,
+                           made_b);
   const Layout layout = layout_for(tiles, n);
   if (ta)
     return chunks_packing_both(layout, tb, m, n, k, alpha, a, lda, b, ldb, made_b, beta, c, ldc,
@@ -232,7 +254,8 @@ void gemm_bf16_made_b(int64_t m, const float* a, int64_t lda, const MadeRows& b,
 
 void gemm_bf16_tn_sums(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c,
                        float* sums, Bf16Tiles tiles) {
-  if (m <= 1 || n <= 0 || k <= 0) {  // the product, then the sums as `sum` takes them
+  // The product, then the sums as `sum` takes them: the fmas' loops do not take sums.
+  if (m <= 1 || n <= 0 || k <= 0 || chosen(tiles, m, n, k) == Bf16Tiles::fma) {
     product(true, false, m, n, k, 1.0f, a, m, b, n, 0.0f, c, n, nullptr, tiles, nullptr, nullptr);
     return kernels::sum_middle_axis(a, sums, 1, k, m);
   }

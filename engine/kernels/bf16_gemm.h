@@ -10,7 +10,7 @@
 // (engine/kernels/bf16_gemm_amx.cpp). Each element of C is one chain of such steps over each
 // chunk of k, the chunks added to C in order, so the bits depend on the shape and the kind of
 // tiles alone, not on the threads. On a CPU with AMX, products of fewer than 2^17
-// multiply-adds (an attention head's) run on the AVX512-BF16 loops: faster there.
+// multiply-adds (an attention head's) run on float fmas, their operands rounded to bf16.
 #pragma once
 
 #include <cstdint>
@@ -19,16 +19,17 @@
 
 namespace vg {
 
-// The tile loops a product runs on: the best the CPU has for its size (bf16_hardware(), and
-// AVX512-BF16 for a small product on an AMX CPU), or, for tests, a named kind, including a plain
-// C++ model of the AMX tiles on their packed layout that runs on any CPU with AVX512-BF16.
-enum class Bf16Tiles { best, avx512_bf16, amx, amx_model };
+// The loops a product runs on: the best the CPU has for its size (bf16_hardware(), and float
+// fmas for a small product on an AMX CPU), or, for tests, a named kind: AVX512-BF16, the AMX
+// tiles, a plain C++ model of the AMX tiles on their packed layout that runs on any CPU with
+// AVX512-BF16, or float fmas on operands rounded to bf16 (engine/kernels/bf16_gemm_fma.cpp).
+enum class Bf16Tiles { best, avx512_bf16, amx, amx_model, fma };
 
-// Below this many multiply-adds `best` is the AVX512-BF16 loops even where the CPU has AMX:
-// the tiles' fixed costs (their configuration, rows padded to 32 and pairs to 16, blocks at
-// C's edges through a buffer) outweigh their speed. An attention head of 16 or 32 (50 x 50 x
-// 32 = 80,000) ran 7-17% faster on the AVX512-BF16 loops, one of 64 (160,000) 10-18% slower
-// (Intel Xeon, family 6 model 207).
+// Below this many multiply-adds `best` is float fmas where the CPU has AMX: the tiles' fixed
+// costs (their configuration, rows padded to 32 and pairs to 16, blocks at C's edges through a
+// buffer) outweigh their speed. An attention head of 16 or 32 (50 x 50 x 32 = 80,000) ran
+// 7-17% faster on the AVX512-BF16 loops, one of 64 (160,000) 10-18% slower (Intel Xeon, family
+// 6 model 207); and fmas beat those loops there (bf16_gemm_fma.cpp).
 inline constexpr int64_t kAmxMinMacs = int64_t(1) << 17;
 
 // Row-major C (m x n) = alpha * op(A) op(B) + beta * C, op = transpose where ta / tb, with

@@ -187,6 +187,19 @@ __attribute__((target("avx512f"))) void bf16_pairs_of_rows(const float* first, c
   }
 }
 
+__attribute__((target("avx512f"))) void bf16_round_rows(const float* x, int64_t ld, int64_t rows,
+                                                        int64_t cols, float* out, int64_t out_ld) {
+  if (ld == cols && out_ld == cols) cols *= rows, rows = 1;  // end to end: one long row
+  const __m512i high_half = _mm512_set1_epi32(int(0xFFFF0000u));
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; j += 16) {
+      const __mmask16 mask = cols - j >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (cols - j)) - 1);
+      const __m512i rounded = round_to_bf16(_mm512_maskz_loadu_ps(mask, x + i * ld + j));
+      _mm512_mask_storeu_ps(out + i * out_ld + j, mask,
+                            _mm512_castsi512_ps(_mm512_and_si512(rounded, high_half)));
+    }
+}
+
 // Lanes [0, 16) of v as doubles: the low 8 (upper = false) or the high 8.
 __attribute__((target("avx512f"))) static __m512d widened(__m512 v, bool upper) {
   return _mm512_cvtps_pd(upper ? _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))

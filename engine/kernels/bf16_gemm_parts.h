@@ -45,6 +45,11 @@ void bf16_pairs_of_rows(const float* first, const float* second, int64_t count, 
 void interleave_rows_summing(int64_t k, int64_t count, const float* x, int64_t ld, uint32_t* out,
                              int64_t out_ld, double* sums);
 
+// Rows x cols floats, ld apart, each rounded to bf16 and kept as the float it stands for (its
+// low 16 bits zero), into out, out_ld apart: the operands of bf16_product_fma.
+void bf16_round_rows(const float* x, int64_t ld, int64_t rows, int64_t cols, float* out,
+                     int64_t out_ld);
+
 // The packers that lay float operands out as Bf16Operands (engine/kernels/bf16_pack.cpp);
 // each splits its work over the engine's threads unless called inside a parallel region.
 // The pairs of `rows` rows of k floats, ld apart, into out, out_ld >= (k + 1) / 2 words a
@@ -81,5 +86,12 @@ void bf16_rows_amx(const Bf16Operands& ops, int64_t i0, int64_t i1, int64_t n, i
 void bf16_rows_amx_model(const Bf16Operands& ops, int64_t i0, int64_t i1, int64_t n, int64_t p0,
                          int64_t p1, float alpha, float beta, const float* start, float* c,
                          int64_t ldc);
+
+// Row-major C (m x n) = alpha * (start + op(A) op(B)) + beta * C, start optional, with op(A)
+// and op(B) rounded to bf16 and the products summed by float fmas (engine/kernels/gemm_avx512.h):
+// Bf16Tiles::fma, on the calling thread. Needs AVX-512 (every CPU with bf16 units has it).
+void bf16_product_fma(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                      const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
+                      float* c, int64_t ldc, const float* start);
 
 }  // namespace vg::detail

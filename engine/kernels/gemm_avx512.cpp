@@ -316,16 +316,16 @@ bool gemm_avx512_tn_sums(int64_t m, int64_t n, int64_t k, const float* a, const 
   return true;
 }
 
-bool gemm_avx512_small(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
-                       const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
-                       float* c, int64_t ldc) {
-  if ((ta && tb) || m <= 0 || n <= 0 || k <= 0 || !enabled()) return false;
+void small_product_avx512(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                          const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
+                          float* c, int64_t ldc, const float* start) {
   thread_local PackedB packed_here;
   const PackedB& packed = packed_here;
   const int64_t panels = (n + kTileCols - 1) / kTileCols;
   for (int64_t p = 0; p < k; p += kChunk) {  // see kChunk
     const int64_t depth = std::min(kChunk, k - p);
     const float beta_here = p == 0 ? beta : 1.0f;
+    const float* start_here = p == 0 ? start : nullptr;
     packed_here.pack(tb, p, depth, n, b, ldb, 0, panels, true);
     if (n <= kLanes) {
       const __mmask16 last = __mmask16((1u << n) - 1);
@@ -333,15 +333,22 @@ bool gemm_avx512_small(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float 
         const int rows = int(std::min<int64_t>(kNarrowRows, m - i));
         (ta ? kNarrowTiles<true> : kNarrowTiles<false>)[rows - 1](
             depth, ta ? a + p * lda + i : a + i * lda + p, lda, packed.panel(0), packed.stride(),
-            alpha, beta_here, nullptr, c + i * ldc, ldc, last);
+            alpha, beta_here, start_here, c + i * ldc, ldc, last);
       }
     } else if (ta)
       part_of_c<true>(0, m, 0, panels, n, depth, alpha, a + p * lda, lda, packed, 0, beta_here,
-                      nullptr, c, ldc);
+                      start_here, c, ldc);
     else
-      part_of_c<false>(0, m, 0, panels, n, depth, alpha, a + p, lda, packed, 0, beta_here, nullptr,
-                       c, ldc);
+      part_of_c<false>(0, m, 0, panels, n, depth, alpha, a + p, lda, packed, 0, beta_here,
+                       start_here, c, ldc);
   }
+}
+
+bool gemm_avx512_small(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                       const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
+                       float* c, int64_t ldc) {
+  if ((ta && tb) || m <= 0 || n <= 0 || k <= 0 || !enabled()) return false;
+  small_product_avx512(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nullptr);
   return true;
 }
 

@@ -40,4 +40,12 @@ bool gemm_avx512_small(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float 
                        const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
                        float* c, int64_t ldc);
 
+// What gemm_avx512_small runs, without its checks, and with `start` as gemm_avx512 takes it:
+// the float products of small bf16 products on operands already rounded to bf16
+// (engine/kernels/bf16_gemm_fma.cpp). The caller makes sure the CPU has AVX-512, that m, n and
+// k are positive and that not both operands are transposed.
+void small_product_avx512(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                          const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
+                          float* c, int64_t ldc, const float* start);
+
 }  // namespace vg::detail

@@ -13,6 +13,7 @@
 #include "engine/core/error.h"
 #include "engine/core/parallel.h"
 #include "engine/core/rng.h"
+#include "engine/kernels/bf16.h"
 #include "engine/kernels/blas.h"
 #include "engine/kernels/matmul_precision.h"
 
@@ -62,10 +63,10 @@ struct Case {
   bool tight = false;  // rows of A and B end to end (lda, ldb as small as they can be)
 };
 
-// The tile loops this CPU can run: AVX512-BF16, the plain model of the AMX tiles (on their
-// padded layout), and the AMX tiles themselves where the CPU has them.
+// The loops this CPU can run: AVX512-BF16, the plain model of the AMX tiles (on their padded
+// layout), float fmas on rounded operands, and the AMX tiles themselves where the CPU has them.
 std::vector<Bf16Tiles> runnable_tiles() {
-  std::vector<Bf16Tiles> kinds = {Bf16Tiles::avx512_bf16, Bf16Tiles::amx_model};
+  std::vector<Bf16Tiles> kinds = {Bf16Tiles::avx512_bf16, Bf16Tiles::amx_model, Bf16Tiles::fma};
   if (bf16_hardware() == Bf16Hardware::amx) kinds.push_back(Bf16Tiles::amx);
   return kinds;
 }
@@ -177,9 +178,9 @@ TEST_CASE(
 // tdpbf16ps sums each step of 16 pairs in two float chains, the pairs' first terms in one and
 // their second terms in the other, then adds the two chains and then that to the tile's sum
 // (measured on Sapphire Rapids class hardware; vdpbf16ps instead adds both terms of each pair
-// in turn). With one row of A = (2^24, -2^24), (1, 0) x 15 and B all ones, the first chain
-// stays at 2^24 (2^24 + 1 is a tie, rounded to even) and cancels the second: the tiles give
-// 0, where pair-by-pair sums give 15.
+// in turn, and float fmas each term). With one row of A = (2^24, -2^24), (1, 0) x 15 and B all
+// ones, the first chain stays at 2^24 (2^24 + 1 is a tie, rounded to even) and cancels the second:
+// the tiles give 0, where pair-by-pair sums give 15.
 TEST_CASE("the model of the AMX tiles sums a step's first and second terms apart, as tdpbf16ps") {
   if (!have_bf16()) {
     MESSAGE("skipped: this CPU has no AVX512-BF16");
@@ -193,7 +194,8 @@ TEST_CASE("the model of the AMX tiles sums a step's first and second terms apart
     CAPTURE(int(tiles));
     float c = -1.0f;
     gemm_bf16(false, false, 1, 1, k, 1.0f, a.data(), k, b.data(), 1, 0.0f, &c, 1, nullptr, tiles);
-    CHECK(c == (tiles == Bf16Tiles::avx512_bf16 ? 15.0f : 0.0f));
+    const bool pair_by_pair = tiles == Bf16Tiles::avx512_bf16 || tiles == Bf16Tiles::fma;
+    CHECK(c == (pair_by_pair ? 15.0f : 0.0f));
   }
 }
 
@@ -246,10 +248,10 @@ TEST_CASE("on an AMX machine the tiles give the bits of their model") {
   set_num_threads(threads);
 }
 
-// On an AMX CPU a product of fewer than 2^17 multiply-adds (an attention head's) runs on the
-// AVX512-BF16 loops and a larger one on the tiles: the default gives the bits of that kind,
-// not of the other (the two sum in different orders, so random rows tell them apart).
-TEST_CASE("on an AMX machine small products run on the AVX512-BF16 loops, large ones on tiles") {
+// On an AMX CPU a product of fewer than 2^17 multiply-adds (an attention head's) runs on float
+// fmas and a larger one on the tiles: the default gives the bits of that kind, not of the other
+// (the two sum in different orders, so random rows tell them apart).
+TEST_CASE("on an AMX machine small products run on float fmas, large ones on tiles") {
   if (bf16_hardware() != Bf16Hardware::amx) {
     MESSAGE("skipped: this CPU has no AMX-BF16");
     return;
@@ -258,8 +260,8 @@ TEST_CASE("on an AMX machine small products run on the AVX512-BF16 loops, large 
     int64_t m, n, k;
     Bf16Tiles expected, other;
   };
-  const Size sizes[] = {{50, 32, 64, Bf16Tiles::avx512_bf16, Bf16Tiles::amx},   // 102,400
-                        {64, 64, 64, Bf16Tiles::amx, Bf16Tiles::avx512_bf16}};  // 262,144
+  const Size sizes[] = {{50, 32, 64, Bf16Tiles::fma, Bf16Tiles::amx},   // 102,400
+                        {64, 64, 64, Bf16Tiles::amx, Bf16Tiles::fma}};  // 262,144
   for (const Size& s : sizes) {
     CAPTURE(s.m);
     CAPTURE(s.n);
@@ -275,6 +277,42 @@ TEST_CASE("on an AMX machine small products run on the AVX512-BF16 loops, large 
     CHECK(best == product(s.expected));
     CHECK(best != product(s.other));
   }
+}
+
+// Float fmas on operands rounded to bf16 are fp32's own small products (gemm_small) of the
+// rounded operands, bit for bit: the route changes what is multiplied, not how it is summed. Both
+// operands transposed, op(A) is written out first: the bits of the product with A turned.
+TEST_CASE("bf16 products on fmas are fp32's products of the operands rounded to bf16") {
+  if (!have_bf16()) {
+    MESSAGE("skipped: this CPU has no AVX512-BF16");
+    return;
+  }
+  Rng rng(13);
+  const int64_t m = 50, n = 37, k = 300;  // past one chunk of 256 terms
+  const auto a = random_floats(m * k, rng), b = random_floats(n * k, rng);
+  std::vector<float> a_rounded(a.size()), b_rounded(b.size()), a_turned(a.size());
+  for (size_t i = 0; i < a.size(); ++i) a_rounded[i] = from_bf16(to_bf16(a[i]));
+  for (size_t i = 0; i < b.size(); ++i) b_rounded[i] = from_bf16(to_bf16(b[i]));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t l = 0; l < k; ++l) a_turned[i * k + l] = a[l * m + i];
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      CAPTURE(ta);
+      CAPTURE(tb);
+      const int64_t lda = ta ? m : k, ldb = tb ? k : n;
+      std::vector<float> fmas(m * n, 1.0f), fp32(m * n, 1.0f);
+      gemm_bf16(ta, tb, m, n, k, 0.5f, a.data(), lda, b.data(), ldb, 2.0f, fmas.data(), n, nullptr,
+                Bf16Tiles::fma);
+      if (ta && tb) {
+        gemm_bf16(false, true, m, n, k, 0.5f, a_turned.data(), k, b.data(), ldb, 2.0f, fp32.data(),
+                  n, nullptr, Bf16Tiles::fma);
+      } else {
+        const MatmulPrecisionGuard fp32_mode(MatmulPrecision::fp32);
+        gemm_small(ta, tb, m, n, k, 0.5f, a_rounded.data(), lda, b_rounded.data(), ldb, 2.0f,
+                   fp32.data(), n);
+      }
+      CHECK(std::memcmp(fmas.data(), fp32.data(), fmas.size() * sizeof(float)) == 0);
+    }
 }
 
 // A C larger than L2 whose rows start on 64-byte boundaries is written by the tiles with

@@ -4,6 +4,7 @@
 // words can (the plain model of the AMX tiles, in the tests, multiplies them as they are).
 #include <doctest/doctest.h>
 
+#include <bit>
 #include <limits>
 #include <vector>
 
@@ -73,6 +74,33 @@ TEST_CASE("the bf16 packers give bf16_pair's words, subnormals, ties, NaN and in
         CHECK(both[i] == bf16_pair(x[i], y[i]));
         CHECK(alone[i] == bf16_pair(x[i], 0.0f));
       }
+    }
+}
+
+// The operands of the fmas' route: each float rounded as to_bf16 rounds it, kept as a float,
+// rows ld apart into rows out_ld apart, the floats between untouched; rows end to end as one.
+TEST_CASE("bf16_round_rows gives to_bf16's values, subnormals, ties, NaN and infinity included") {
+  if (bf16_hardware() == Bf16Hardware::none) {
+    MESSAGE("skipped: this CPU has no AVX512-BF16");
+    return;
+  }
+  Rng rng(9);
+  for (const int64_t cols : {1, 15, 16, 17, 50})
+    for (const bool end_to_end : {false, true}) {
+      CAPTURE(cols);
+      CAPTURE(end_to_end);
+      const int64_t rows = 3, ld = end_to_end ? cols : cols + 5,
+                    out_ld = end_to_end ? cols : cols + 2;
+      const std::vector<float> x = edge_floats(rows * ld, 3, true, rng);
+      std::vector<float> out(size_t(rows * out_ld), 7.0f);
+      detail::bf16_round_rows(x.data(), ld, rows, cols, out.data(), out_ld);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < out_ld; ++j) {
+          const uint32_t got = std::bit_cast<uint32_t>(out[r * out_ld + j]);
+          const uint32_t want =
+              j < cols ? uint32_t(to_bf16(x[r * ld + j])) << 16 : std::bit_cast<uint32_t>(7.0f);
+          CHECK(got == want);
+        }
     }
 }
 

@@ -110,6 +110,30 @@ TEST_CASE("a bf16 product with an operand made on demand has the stored product'
   }
 }
 
+// On float fmas (a small product's route on AMX machines) the made operand is made whole
+// first, and the product has the stored product's bits, in both directions.
+TEST_CASE("a small bf16 product on fmas with an operand made on demand has the stored bits") {
+  if (bf16_hardware() == Bf16Hardware::none) {
+    MESSAGE("skipped: this CPU has no AVX512-BF16");
+    return;
+  }
+  Rng rng(21);
+  const int64_t m = 40, n = 24, k = 27;
+  const auto x = random_floats(m * k, rng), w = random_floats(n * k, rng);
+  const auto bias = random_floats(n, rng), dy = random_floats(m * n, rng);
+  std::atomic<int64_t> largest{0};
+  std::vector<float> stored(m * n), made(m * n), dw(n * k), dw_made(n * k);
+  gemm_bf16(false, true, m, n, k, 1.0f, x.data(), k, w.data(), k, 0.0f, stored.data(), n,
+            bias.data(), Bf16Tiles::fma);
+  gemm_bf16_made_a(made_from(x, m, k, largest), n, w.data(), k, made.data(), n, bias.data(),
+                   Bf16Tiles::fma);
+  CHECK(same_bits(stored, made));
+  gemm_bf16(true, false, n, k, m, 1.0f, dy.data(), n, x.data(), k, 0.0f, dw.data(), k, nullptr,
+            Bf16Tiles::fma);
+  gemm_bf16_made_b(n, dy.data(), n, made_from(x, m, k, largest), dw_made.data(), k, Bf16Tiles::fma);
+  CHECK(same_bits(dw, dw_made));
+}
+
 TEST_CASE("gemm_bias_made and gemm_tn_made have the stored products' bits in either precision") {
   std::vector<MatmulPrecision> precisions{MatmulPrecision::fp32};
   if (bf16_hardware() != Bf16Hardware::none) precisions.push_back(MatmulPrecision::bf16);

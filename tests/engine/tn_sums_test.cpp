@@ -65,7 +65,7 @@ TEST_CASE("a bf16 weight gradient with its column sums has the product's and sum
     MESSAGE("skipped: this CPU has no AVX512-BF16");
     return;
   }
-  std::vector<Bf16Tiles> kinds{Bf16Tiles::avx512_bf16, Bf16Tiles::amx_model};
+  std::vector<Bf16Tiles> kinds{Bf16Tiles::avx512_bf16, Bf16Tiles::amx_model, Bf16Tiles::fma};
   if (bf16_hardware() == Bf16Hardware::amx) kinds.push_back(Bf16Tiles::amx);
   const int threads = num_threads();
   for (const Shape3 s : kShapes) {
