@@ -5,14 +5,14 @@
 // is a product of bf16 operands with float sums: the meaning of --amp bf16. The operands are
 // rounded into float scratch and multiplied by the fp32 kernel's small-product loops
 // (engine/kernels/gemm_avx512.h): one fma chain per element of C over each chunk of 256 terms.
+// One difference from the bf16 units, which read a subnormal bf16 as zero: fmas keep it, so
+// this route is the closer of the two to the exact product of the rounded operands.
 //
 // Why: an attention head (50 x 50 x 16 or 32) is too small for the AMX tiles' fixed costs, and
 // on the Intel Xeon measured (family 6 model 207) the AVX512-BF16 loops ran a head no faster
 // than fp32's fmas and paid besides for packing its operands as pairs: a head of 16, forward
 // and backward, 7.9 + 10.3 us on them against fp32's 5.9 + 5.7 us. Rounded operands on fmas
 // ran it in 6.4 + 7.0 us (fp32 5.6 + 5.3 in the same run).
-#include <algorithm>
-
 #include "engine/kernels/bf16.h"
 #include "engine/kernels/bf16_gemm_parts.h"
 #include "engine/kernels/gemm_avx512.h"
