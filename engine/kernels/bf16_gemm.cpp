@@ -182,13 +182,10 @@ Bf16Tiles chosen(Bf16Tiles tiles, int64_t m, int64_t n, int64_t k) {
 void product_on_fmas(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                      int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
                      const float* start, const MadeRows* made_a, const MadeRows* made_b) {
-  thread_local detail::PackedFloats made;
-  if (made_a || made_b) {
-    const MadeRows& operand = made_a ? *made_a : *made_b;
-    made.resize(operand.rows * operand.cols);
-    operand.fill(0, operand.rows, 0, operand.cols, made.data());
-    (made_a ? a : b) = made.data();
-  }
+  std::vector<float> whole;
+  if (made_a || made_b) whole = made_whole(made_a ? *made_a : *made_b);
+  if (made_a) a = whole.data();
+  if (made_b) b = whole.data();
   detail::bf16_product_fma(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, start);
 }
 
