@@ -7,24 +7,30 @@ namespace vg::kernels {
 
 namespace {
 
-// a[i] = gelu(h[i]), then use_slope(i, gelu'(h[i])): the one loop behind both entry points,
-// so that storing the slope and applying it at once see the same values.
+// a[i] = gelu(h[i]), then use_slope(i, gelu'(h[i])) for i in [i0, i1), on the calling thread:
+// the one loop behind every entry point, so that storing the slope and applying it at once
+// see the same values.
+template <class T, class UseSlope>
+void gelu_range(const T* h, T* a, int64_t i0, int64_t i1, bool tanh_form, UseSlope use_slope) {
+  using namespace gelu_math;
+  if (!tanh_form) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const T x = h[i], cdf = Phi(x);
+      a[i] = x * cdf;
+      use_slope(i, cdf + x * phi(x));
+    }
+  } else {
+    for (int64_t i = i0; i < i1; ++i) {
+      a[i] = tanh_value(h[i]);
+      use_slope(i, tanh_derivative(h[i]));
+    }
+  }
+}
+
 template <class T, class UseSlope>
 void gelu_values_and_slopes(const T* h, T* a, int64_t n, bool tanh_form, UseSlope use_slope) {
   parallel_for(n, 1 << 14, [&](int64_t i0, int64_t i1) {
-    using namespace gelu_math;
-    if (!tanh_form) {
-      for (int64_t i = i0; i < i1; ++i) {
-        const T x = h[i], cdf = Phi(x);
-        a[i] = x * cdf;
-        use_slope(i, cdf + x * phi(x));
-      }
-    } else {
-      for (int64_t i = i0; i < i1; ++i) {
-        a[i] = tanh_value(h[i]);
-        use_slope(i, tanh_derivative(h[i]));
-      }
-    }
+    gelu_range(h, a, i0, i1, tanh_form, use_slope);
   });
 }
 
@@ -41,6 +47,18 @@ void gelu_with_grad(const T* h, T* a, T* d, int64_t n, bool tanh_form) {
 }
 
 template <class T>
+void gelu_block(const T* h, T* a, T* slope, int64_t n, bool tanh_form) {
+  using namespace gelu_math;
+  if (slope) {
+    gelu_range(h, a, 0, n, tanh_form, [slope](int64_t i, T s) { slope[i] = s; });
+  } else if (!tanh_form) {
+    for (int64_t i = 0; i < n; ++i) a[i] = erf_value(h[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) a[i] = tanh_value(h[i]);
+  }
+}
+
+template <class T>
 void multiply_by_slope(T* d, const T* slope, int64_t n) {
   parallel_for(n, 1 << 15, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) d[i] = d[i] * slope[i];
@@ -51,6 +69,8 @@ template void gelu_with_slope(const float*, float*, float*, int64_t, bool);
 template void gelu_with_slope(const double*, double*, double*, int64_t, bool);
 template void gelu_with_grad(const float*, float*, float*, int64_t, bool);
 template void gelu_with_grad(const double*, double*, double*, int64_t, bool);
+template void gelu_block(const float*, float*, float*, int64_t, bool);
+template void gelu_block(const double*, double*, double*, int64_t, bool);
 template void multiply_by_slope(float*, const float*, int64_t);
 template void multiply_by_slope(double*, const double*, int64_t);
 

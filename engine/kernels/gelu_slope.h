@@ -17,6 +17,12 @@ void gelu_with_slope(const T* h, T* a, T* slope, int64_t n, bool tanh_form);
 template <class T>
 void gelu_with_grad(const T* h, T* a, T* d, int64_t n, bool tanh_form);
 
+// gelu_with_slope over n elements on the calling thread, the slope left out where `slope` is
+// null: for a kernel that makes GELU's values a block at a time while the block is in cache
+// (gelu_grn_samples in global_response_norm.h).
+template <class T>
+void gelu_block(const T* h, T* a, T* slope, int64_t n, bool tanh_form);
+
 // d[i] *= slope[i]: the chain rule through GELU, in place.
 template <class T>
 void multiply_by_slope(T* d, const T* slope, int64_t n);

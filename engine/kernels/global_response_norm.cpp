@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "engine/core/parallel.h"
+#include "engine/kernels/gelu_slope.h"
 
 namespace vg::kernels {
 namespace {
@@ -14,6 +15,32 @@ int64_t grain_for(int64_t elements_per_item) {
   return std::max<int64_t>(1, 32768 / std::max<int64_t>(1, elements_per_item));
 }
 
+// One sample's S x C values x into y; its norms and n into norm_b and n_b (C each), its
+// divisor into *divisor_b.
+template <class T>
+void grn_sample(const T* x, const T* gamma, const T* beta, double eps, T* y, double* norm_b,
+                double* n_b, double* divisor_b, int64_t S, int64_t C) {
+  std::fill(norm_b, norm_b + C, 0.0);
+  for (int64_t s = 0; s < S; ++s) {  // sums of squares over s in order
+    const T* xr = x + s * C;
+    for (int64_t c = 0; c < C; ++c) norm_b[c] += double(xr[c]) * double(xr[c]);
+  }
+  double mu = 0;
+  for (int64_t c = 0; c < C; ++c) {
+    norm_b[c] = std::sqrt(norm_b[c]);
+    mu += norm_b[c];
+  }
+  *divisor_b = mu / double(C) + eps;
+  for (int64_t c = 0; c < C; ++c) n_b[c] = norm_b[c] / *divisor_b;
+  // The output in the order of the reference: x + (beta + gamma * (x * n)).
+  for (int64_t s = 0; s < S; ++s) {
+    const T* xr = x + s * C;
+    T* yr = y + s * C;
+    for (int64_t c = 0; c < C; ++c)
+      yr[c] = xr[c] + (beta[c] + gamma[c] * (xr[c] * static_cast<T>(n_b[c])));
+  }
+}
+
 }  // namespace
 
 template <class T>
@@ -21,27 +48,23 @@ void global_response_norm_samples(const T* x, const T* gamma, const T* beta, dou
                                   double* stats, int64_t B, int64_t S, int64_t C) {
   double *norm = stats, *n = norm + B * C, *divisor = n + B * C;
   parallel_for(B, grain_for(S * C), [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b)
+      grn_sample(x + b * S * C, gamma, beta, eps, y + b * S * C, norm + b * C, n + b * C,
+                 divisor + b, S, C);
+  });
+}
+
+template <class T>
+void gelu_grn_samples(const T* h, bool tanh_form, const T* gamma, const T* beta, double eps,
+                      T* a, T* slope, T* y, double* stats, int64_t B, int64_t S, int64_t C) {
+  double *norm = stats, *n = norm + B * C, *divisor = n + B * C;
+  parallel_for(B, grain_for(S * C), [&](int64_t b0, int64_t b1) {
+    thread_local std::vector<T> scratch;  // a sample's GELU values when `a` is not kept
+    if (!a) scratch.resize(size_t(S * C));
     for (int64_t b = b0; b < b1; ++b) {
-      double *acc = norm + b * C, *nb = n + b * C;
-      std::fill(acc, acc + C, 0.0);
-      for (int64_t s = 0; s < S; ++s) {  // sums of squares over s in order
-        const T* xr = x + (b * S + s) * C;
-        for (int64_t c = 0; c < C; ++c) acc[c] += double(xr[c]) * double(xr[c]);
-      }
-      double mu = 0;
-      for (int64_t c = 0; c < C; ++c) {
-        acc[c] = std::sqrt(acc[c]);
-        mu += acc[c];
-      }
-      divisor[b] = mu / double(C) + eps;
-      for (int64_t c = 0; c < C; ++c) nb[c] = acc[c] / divisor[b];
-      // The output in the order of the reference: x + (beta + gamma * (x * n)).
-      for (int64_t s = 0; s < S; ++s) {
-        const T* xr = x + (b * S + s) * C;
-        T* yr = y + (b * S + s) * C;
-        for (int64_t c = 0; c < C; ++c)
-          yr[c] = xr[c] + (beta[c] + gamma[c] * (xr[c] * static_cast<T>(nb[c])));
-      }
+      T* ab = a ? a + b * S * C : scratch.data();
+      gelu_block(h + b * S * C, ab, slope ? slope + b * S * C : nullptr, S * C, tanh_form);
+      grn_sample(ab, gamma, beta, eps, y + b * S * C, norm + b * C, n + b * C, divisor + b, S, C);
     }
   });
 }
@@ -49,7 +72,7 @@ void global_response_norm_samples(const T* x, const T* gamma, const T* beta, dou
 template <class T>
 void global_response_norm_backward_samples(const T* dy, const T* x, const T* gamma,
                                            const double* stats, T* dx, T* dgamma, T* dbeta,
-                                           int64_t B, int64_t S, int64_t C) {
+                                           int64_t B, int64_t S, int64_t C, const T* dx_scale) {
   const double *norm = stats, *n = norm + B * C, *divisor = n + B * C;
   // Per (b, c): P = sum_s G*x (so dL/dn_c = gamma_c * P) and Q = sum_s G.
   std::vector<double> P(B * C, 0.0), Q(B * C, 0.0);
@@ -82,6 +105,9 @@ void global_response_norm_backward_samples(const T* dy, const T* x, const T* gam
         T* dr = dx + (b * S + s) * C;
         for (int64_t c = 0; c < C; ++c)
           dr[c] = static_cast<T>(double(gr[c]) * direct[c] + double(xr[c]) * through_norm[c]);
+        if (!dx_scale) continue;
+        const T* sr = dx_scale + (b * S + s) * C;
+        for (int64_t c = 0; c < C; ++c) dr[c] = dr[c] * sr[c];
       }
     }
   });
@@ -161,7 +187,9 @@ void global_response_norm_backward_samples_reference(const T* dy, const T* x, co
                                              int64_t, int64_t, int64_t);                        \
   template void global_response_norm_backward_samples(const T*, const T*, const T*,            \
                                                       const double*, T*, T*, T*, int64_t,       \
-                                                      int64_t, int64_t);                        \
+                                                      int64_t, int64_t, const T*);              \
+  template void gelu_grn_samples(const T*, bool, const T*, const T*, double, T*, T*, T*,       \
+                                 double*, int64_t, int64_t, int64_t);                           \
   template void global_response_norm_samples_reference(const T*, const T*, const T*, double,   \
                                                        T*, double*, int64_t, int64_t, int64_t); \
   template void global_response_norm_backward_samples_reference(                               \

@@ -15,14 +15,26 @@ template <class T>
 void global_response_norm_samples(const T* x, const T* gamma, const T* beta, double eps, T* y,
                                   double* stats, int64_t B, int64_t S, int64_t C);
 
+// GRN of gelu(h) (gelu_slope.h; erf form unless tanh_form), one sample at a time: the
+// sample's GELU values are made into `a` (kept for backward) or, where `a` is null, into a
+// per-thread block that stays in cache, and GELU's slope into `slope` unless it is null.
+// The bits of gelu_with_slope (or the gelu op) followed by global_response_norm_samples.
+template <class T>
+void gelu_grn_samples(const T* h, bool tanh_form, const T* gamma, const T* beta, double eps,
+                      T* a, T* slope, T* y, double* stats, int64_t B, int64_t S, int64_t C);
+
 // From dy (G) and the forward's stats: dx (may be null), dgamma_c = sum_b n_bc sum_s G x,
 // dbeta_c = sum_{b,s} G (either may be null). dx_sc = G_sc (1 + gamma_c n_c) + x_sc * dL/dg_c
 // / g_c with dL/dg_k = (a_k - mean_c(a_c n_c)) / (mu + eps), a_c = gamma_c sum_s G x, and the
 // x/g factor 0 where g_c == 0 (PyTorch's masked norm backward).
+// Where dx_scale is given, dx is then multiplied by it element by element in the same pass:
+// the chain rule through an elementwise map before GRN (gelu_grn_samples' slope), with the
+// bits of multiply_by_slope after this kernel.
 template <class T>
 void global_response_norm_backward_samples(const T* dy, const T* x, const T* gamma,
                                            const double* stats, T* dx, T* dgamma, T* dbeta,
-                                           int64_t B, int64_t S, int64_t C);
+                                           int64_t B, int64_t S, int64_t C,
+                                           const T* dx_scale = nullptr);
 
 // The forward as plain loops (channel by channel): within 1e-12 of the kernel in float64.
 template <class T>

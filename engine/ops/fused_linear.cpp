@@ -259,8 +259,9 @@ Tensor affine_linear(const Tensor& x, const Tensor& scale, const Tensor& shift,
   return fused_linear("affine_linear", "x", x, &m, weight, bias, Tensor());
 }
 
-// a = grn(gelu(h)): only h is kept; in backward gelu(h), its slope and GRN's statistics are
-// made again once and serve both dW and dh.
+// a = grn(gelu(h)): only h is kept. GELU and GRN are made one sample at a time, so GELU's
+// values are read back from cache (in backward they are kept too, with GELU's slope, for GRN's
+// gradient), and GRN's gradient applies that slope in its own pass.
 Tensor gelu_grn_linear(const Tensor& h, const Tensor& gamma, const Tensor& beta, double eps,
                        const Tensor& weight, const Tensor& bias, GeluApprox approx,
                        const Tensor& out_scale) {
@@ -268,18 +269,16 @@ Tensor gelu_grn_linear(const Tensor& h, const Tensor& gamma, const Tensor& beta,
   InputMap m;
   m.params = {gamma, beta};
   const Tensor gm = gamma.detach(), bt = beta.detach();
-  const InputMap act = gelu_map(approx);
+  const bool tanh_form = approx != GeluApprox::none;
   m.values = [=](const Tensor& h, MapState& state) {
-    Tensor a = act.values(h, state);
-    if (state.for_backward) state.act = a;  // GRN's gradient reads its input
-    return detail::grn_values(a, gm, bt, eps, state.stats);
+    const bool keep = state.for_backward;
+    return detail::gelu_grn_values(h, tanh_form, gm, bt, eps, state.stats,
+                                   keep ? &state.act : nullptr, keep ? &state.slope : nullptr);
   };
-  m.grads = [=](const Tensor& h, const MapState& state, const Tensor& da,
+  m.grads = [=](const Tensor&, const MapState& state, const Tensor& da,
                 const std::vector<bool>& need) {
-    std::vector<Tensor> d =
-        detail::grn_grads(state.act, gm, state.stats, da, need[0], need[1], need[2]);
-    if (need[0]) d[0] = act.grads(h, state, d[0], {true})[0];
-    return d;
+    return detail::grn_grads(state.act, gm, state.stats, da, need[0], need[1], need[2],
+                             state.slope);
   };
   return fused_linear("gelu_grn_linear", "h", h, &m, weight, bias, out_scale);
 }

@@ -4,12 +4,14 @@
 // kernels/global_response_norm.h) sum in an order fixed by the shape, so the gradients have
 // the same bits at any thread count.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <memory>
 #include <vector>
 
 #include "engine/autograd/autograd.h"
 #include "engine/kernels/channel_affine_rows.h"
+#include "engine/kernels/gelu_math.h"
 #include "engine/kernels/global_response_norm.h"
 #include "engine/ops/norm_parts.h"
 #include "engine/ops/ops.h"
@@ -94,8 +96,10 @@ Tensor channel_affine(const Tensor& x, const Tensor& scale, const Tensor& shift)
 // (in double: B*C values, tiny next to x).
 namespace detail {
 
-Tensor grn_values(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps,
-                  std::vector<double>& stats) {
+namespace {
+
+// x as (B, S, C): {B, S, C}, once x, gamma and beta are checked.
+std::array<int64_t, 3> grn_dims(const Tensor& x, const Tensor& gamma, const Tensor& beta) {
   check(x.defined() && gamma.defined() && beta.defined(),
         "global_response_norm: undefined input, gamma or beta");
   check(x.dim() >= 3,
@@ -105,8 +109,14 @@ Tensor grn_values(const Tensor& x, const Tensor& gamma, const Tensor& beta, doub
   check_channel_param("global_response_norm", "gamma", gamma, x);
   check_channel_param("global_response_norm", "beta", beta, x);
   const int64_t B = x.size(0), C = x.size(-1);
-  const int64_t S = B * C > 0 ? x.numel() / (B * C) : 0;
+  return {B, B * C > 0 ? x.numel() / (B * C) : 0, C};
+}
 
+}  // namespace
+
+Tensor grn_values(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps,
+                  std::vector<double>& stats) {
+  const auto [B, S, C] = grn_dims(x, gamma, beta);
   stats.assign(B * (2 * C + 1), 0.0);
   Tensor out = Tensor::empty(x.shape(), x.dtype());
   dispatch(x.dtype(), [&](auto z) {
@@ -118,12 +128,31 @@ Tensor grn_values(const Tensor& x, const Tensor& gamma, const Tensor& beta, doub
   return out;
 }
 
+Tensor gelu_grn_values(const Tensor& h, bool tanh_form, const Tensor& gamma, const Tensor& beta,
+                       double eps, std::vector<double>& stats, Tensor* act, Tensor* slope) {
+  const auto [B, S, C] = grn_dims(h, gamma, beta);
+  stats.assign(B * (2 * C + 1), 0.0);
+  Tensor out = Tensor::empty(h.shape(), h.dtype());
+  if (act) *act = Tensor::empty(h.shape(), h.dtype());
+  if (slope) *slope = Tensor::empty(h.shape(), h.dtype());
+  dispatch(h.dtype(), [&](auto z) {
+    using T = decltype(z);
+    kernels::gelu_grn_samples(h.data<T>(), tanh_form, gamma.data<T>(), beta.data<T>(), eps,
+                              act ? act->data<T>() : nullptr, slope ? slope->data<T>() : nullptr,
+                              out.data<T>(), stats.data(), B, S, C);
+  });
+  const double gelu_flops = tanh_form ? gelu_math::kTanhFlops : gelu_math::kErfFlops;
+  add_flops((gelu_flops + 6.0) * double(h.numel()));
+  return out;
+}
+
 // With P_bc = sum_s G x and a_c = gamma_c P_bc:
 //   dL/dg_k = (a_k - mean_c(a_c n_c)) / (mu + eps),
 //   dx_sc = G_sc (1 + gamma_c n_c) + x_sc * dL/dg_c / g_c   (0 where g_c == 0),
 //   dgamma_c = sum_b n_bc P_bc,   dbeta_c = sum_{b,s} G.
 std::vector<Tensor> grn_grads(const Tensor& xs, const Tensor& gs, const std::vector<double>& stats,
-                              const Tensor& G, bool need_x, bool need_gamma, bool need_beta) {
+                              const Tensor& G, bool need_x, bool need_gamma, bool need_beta,
+                              const Tensor& dx_scale) {
   const int64_t B = xs.size(0), C = xs.size(-1);
   const int64_t S = B * C > 0 ? xs.numel() / (B * C) : 0;
   Tensor gx = need_x ? Tensor::empty(G.shape(), G.dtype()) : Tensor();
@@ -133,7 +162,8 @@ std::vector<Tensor> grn_grads(const Tensor& xs, const Tensor& gs, const std::vec
     using T = decltype(z);
     kernels::global_response_norm_backward_samples(
         G.data<T>(), xs.data<T>(), gs.data<T>(), stats.data(), need_x ? gx.data<T>() : nullptr,
-        need_gamma ? ggamma.data<T>() : nullptr, need_beta ? gbeta.data<T>() : nullptr, B, S, C);
+        need_gamma ? ggamma.data<T>() : nullptr, need_beta ? gbeta.data<T>() : nullptr, B, S, C,
+        dx_scale.defined() ? dx_scale.data<T>() : nullptr);
   });
   return std::vector<Tensor>{gx, ggamma, gbeta};
 }

@@ -29,8 +29,14 @@ std::vector<Tensor> channel_affine_grads(const Tensor& x, const Tensor& scale, c
 // sample the divisor mu + eps: B * (2C + 1) values.
 Tensor grn_values(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps,
                   std::vector<double>& stats);
+// global_response_norm(gelu(h)) with the bits of the two ops, one sample at a time, so that
+// GELU's values are read back from cache; GELU's values into *act and its slope into *slope
+// where they are given (for backward).
+Tensor gelu_grn_values(const Tensor& h, bool tanh_form, const Tensor& gamma, const Tensor& beta,
+                       double eps, std::vector<double>& stats, Tensor* act, Tensor* slope);
+// dx is multiplied by dx_scale, where defined, in the same pass (GELU's slope before GRN).
 std::vector<Tensor> grn_grads(const Tensor& x, const Tensor& gamma,
                               const std::vector<double>& stats, const Tensor& g, bool need_x,
-                              bool need_gamma, bool need_beta);
+                              bool need_gamma, bool need_beta, const Tensor& dx_scale = Tensor());
 
 }  // namespace vg::detail

@@ -54,3 +54,20 @@ TEST_CASE("gelu_with_grad has the bits of gelu_with_slope then multiply_by_slope
     CHECK(d_fused == d_apart);
   }
 }
+
+TEST_CASE("gelu_block has the bits of gelu_with_slope, with and without the slope, both forms") {
+  const int64_t n = 3000;
+  Rng rng(5);
+  std::vector<float> h(n);
+  for (float& v : h) v = float(3 * rng.normal());
+  for (bool tanh_form : {false, true}) {
+    INFO("tanh form: ", tanh_form);
+    std::vector<float> a(n), slope(n), a_block(n), slope_block(n), a_alone(n);
+    kernels::gelu_with_slope(h.data(), a.data(), slope.data(), n, tanh_form);
+    kernels::gelu_block(h.data(), a_block.data(), slope_block.data(), n, tanh_form);
+    kernels::gelu_block<float>(h.data(), a_alone.data(), nullptr, n, tanh_form);
+    CHECK(a_block == a);
+    CHECK(slope_block == slope);
+    CHECK(a_alone == a);
+  }
+}

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/core/rng.h"
+#include "engine/kernels/gelu_slope.h"
 
 using namespace vg;
 
@@ -81,4 +82,59 @@ TEST_CASE("global_response_norm_backward_samples is within 1e-12 of the formula'
     CHECK(std::abs(dgamma[c] - dgamma_ref[c]) < 1e-12);
     CHECK(std::abs(dbeta[c] - dbeta_ref[c]) < 1e-12);
   }
+}
+
+// gelu_grn_samples against its two kernels run one after the other, in float32 where the
+// order of operations shows in the bits: values, GELU's values and slope, and statistics.
+TEST_CASE("gelu_grn_samples has the bits of gelu_with_slope then global_response_norm_samples") {
+  const int64_t B = 5, S = 13, C = 24;  // more than one sample per thread
+  Rng rng(6);
+  std::vector<float> h(B * S * C), gamma(C), beta(C);
+  for (float& v : h) v = float(2 * rng.normal());
+  for (float& v : gamma) v = float(rng.normal());
+  for (float& v : beta) v = float(rng.normal());
+  for (bool tanh_form : {false, true}) {
+    INFO("tanh form: ", tanh_form);
+    std::vector<float> a(h.size()), slope(h.size()), y(h.size());
+    std::vector<double> stats(B * (2 * C + 1));
+    kernels::gelu_with_slope(h.data(), a.data(), slope.data(), int64_t(h.size()), tanh_form);
+    kernels::global_response_norm_samples(a.data(), gamma.data(), beta.data(), 1e-6, y.data(),
+                                          stats.data(), B, S, C);
+    std::vector<float> a_kept(h.size()), slope_kept(h.size()), y_kept(h.size()), y_alone(h.size());
+    std::vector<double> stats_kept(stats.size()), stats_alone(stats.size());
+    kernels::gelu_grn_samples(h.data(), tanh_form, gamma.data(), beta.data(), 1e-6, a_kept.data(),
+                              slope_kept.data(), y_kept.data(), stats_kept.data(), B, S, C);
+    kernels::gelu_grn_samples<float>(h.data(), tanh_form, gamma.data(), beta.data(), 1e-6,
+                                     nullptr, nullptr, y_alone.data(), stats_alone.data(), B, S,
+                                     C);
+    CHECK(a_kept == a);
+    CHECK(slope_kept == slope);
+    CHECK(y_kept == y);
+    CHECK(y_alone == y);
+    CHECK(stats_kept == stats);
+    CHECK(stats_alone == stats);
+  }
+}
+
+TEST_CASE("global_response_norm_backward_samples with dx_scale has the bits of dx times it") {
+  const int64_t B = 3, S = 11, C = 20;
+  Rng rng(7);
+  std::vector<float> x(B * S * C), dy(B * S * C), scale(B * S * C), gamma(C), beta(C);
+  for (auto* m : {&x, &dy, &scale, &gamma, &beta})
+    for (float& v : *m) v = float(rng.normal());
+  std::vector<float> y(x.size());
+  std::vector<double> stats(B * (2 * C + 1));
+  kernels::global_response_norm_samples(x.data(), gamma.data(), beta.data(), 1e-6, y.data(),
+                                        stats.data(), B, S, C);
+  std::vector<float> dx(x.size()), dx_scaled(x.size()), dgamma(C), dbeta(C), dgamma_s(C),
+      dbeta_s(C);
+  kernels::global_response_norm_backward_samples(dy.data(), x.data(), gamma.data(), stats.data(),
+                                                 dx.data(), dgamma.data(), dbeta.data(), B, S, C);
+  kernels::global_response_norm_backward_samples(dy.data(), x.data(), gamma.data(), stats.data(),
+                                                 dx_scaled.data(), dgamma_s.data(),
+                                                 dbeta_s.data(), B, S, C, scale.data());
+  for (size_t i = 0; i < dx.size(); ++i) dx[i] = dx[i] * scale[i];
+  CHECK(dx_scaled == dx);
+  CHECK(dgamma_s == dgamma);  // the parameters' sums do not see the scale
+  CHECK(dbeta_s == dbeta);
 }
