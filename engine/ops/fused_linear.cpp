@@ -277,6 +277,7 @@ Tensor gelu_grn_linear(const Tensor& h, const Tensor& gamma, const Tensor& beta,
   };
   m.grads = [=](const Tensor&, const MapState& state, const Tensor& da,
                 const std::vector<bool>& need) {
+    check(state.slope.defined(), "gelu_grn_linear: GELU's slope was not made for backward");
     return detail::grn_grads(state.act, gm, state.stats, da, need[0], need[1], need[2],
                              state.slope);
   };

@@ -4,7 +4,6 @@
 // kernels/global_response_norm.h) sum in an order fixed by the shape, so the gradients have
 // the same bits at any thread count.
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <memory>
 #include <vector>
@@ -98,8 +97,13 @@ namespace detail {
 
 namespace {
 
-// x as (B, S, C): {B, S, C}, once x, gamma and beta are checked.
-std::array<int64_t, 3> grn_dims(const Tensor& x, const Tensor& gamma, const Tensor& beta) {
+// x seen as (B, S, C), S the product of the spatial axes.
+struct GrnDims {
+  int64_t B, S, C;
+};
+
+// x's dims, once x, gamma and beta are checked.
+GrnDims grn_dims(const Tensor& x, const Tensor& gamma, const Tensor& beta) {
   check(x.defined() && gamma.defined() && beta.defined(),
         "global_response_norm: undefined input, gamma or beta");
   check(x.dim() >= 3,
@@ -109,14 +113,15 @@ std::array<int64_t, 3> grn_dims(const Tensor& x, const Tensor& gamma, const Tens
   check_channel_param("global_response_norm", "gamma", gamma, x);
   check_channel_param("global_response_norm", "beta", beta, x);
   const int64_t B = x.size(0), C = x.size(-1);
-  return {B, B * C > 0 ? x.numel() / (B * C) : 0, C};
+  return GrnDims{B, B * C > 0 ? x.numel() / (B * C) : 0, C};
 }
 
 }  // namespace
 
 Tensor grn_values(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps,
                   std::vector<double>& stats) {
-  const auto [B, S, C] = grn_dims(x, gamma, beta);
+  const GrnDims d = grn_dims(x, gamma, beta);
+  const int64_t B = d.B, S = d.S, C = d.C;
   stats.assign(B * (2 * C + 1), 0.0);
   Tensor out = Tensor::empty(x.shape(), x.dtype());
   dispatch(x.dtype(), [&](auto z) {
@@ -130,7 +135,8 @@ Tensor grn_values(const Tensor& x, const Tensor& gamma, const Tensor& beta, doub
 
 Tensor gelu_grn_values(const Tensor& h, bool tanh_form, const Tensor& gamma, const Tensor& beta,
                        double eps, std::vector<double>& stats, Tensor* act, Tensor* slope) {
-  const auto [B, S, C] = grn_dims(h, gamma, beta);
+  const GrnDims d = grn_dims(h, gamma, beta);
+  const int64_t B = d.B, S = d.S, C = d.C;
   stats.assign(B * (2 * C + 1), 0.0);
   Tensor out = Tensor::empty(h.shape(), h.dtype());
   if (act) *act = Tensor::empty(h.shape(), h.dtype());
