@@ -30,7 +30,8 @@ struct Case {
   bool scaled;  // an output scale: gradients agree up to rounding, not bit for bit
 };
 
-// x (B, T, C) = (4, 33, 48) with C -> 40 products and a GRN case on a hidden size of 96.
+// x (B, T, C) = (4, 33, 48) with C -> 40 products and GRN cases (both GELU forms) on a hidden
+// size of 96.
 std::vector<Case> cases() {
   const double eps = 1e-6;
   std::vector<Case> c;
@@ -54,6 +55,17 @@ std::vector<Case> cases() {
          return linear(global_response_norm(gelu(in[0]), in[1], in[2], eps), in[3], in[4]);
        },
        false});
+  c.push_back({"gelu_grn_linear, tanh form",
+               {{4, 33, 96}, {96}, {96}, {40, 96}, {40}},
+               [=](const auto& in) {
+                 return gelu_grn_linear(in[0], in[1], in[2], eps, in[3], in[4], GeluApprox::tanh);
+               },
+               [=](const auto& in) {
+                 return linear(
+                     global_response_norm(gelu(in[0], GeluApprox::tanh), in[1], in[2], eps), in[3],
+                     in[4]);
+               },
+               false});
   c.push_back({"scaled_linear",
                {{4, 33, 48}, {40, 48}, {40}, {40}},
                [](const auto& in) { return scaled_linear(in[0], in[1], in[2], in[3]); },
@@ -224,12 +236,19 @@ TEST_CASE("the fused linears pass float64 gradchecks on every input, broadcast o
   // GRN needs a token axis: (B, T, C).
   Tensor h = variable({2, 5, 4}, 87), gm = variable({4}, 88), bt = variable({4}, 89);
   Tensor w = variable({3, 4}, 90), s = variable({3}, 91);
+  Tensor b = variable({3}, 92);
   expect_gradients("gelu_grn_linear without bias",
                    [](const auto& in) {
                      return gelu_grn_linear(in[0], in[1], in[2], 1e-6, in[3], Tensor(),
                                             GeluApprox::none, in[4]);
                    },
                    {h, gm, bt, w, s});
+  expect_gradients("gelu_grn_linear, tanh form, with bias",
+                   [](const auto& in) {
+                     return gelu_grn_linear(in[0], in[1], in[2], 1e-6, in[3], in[4],
+                                            GeluApprox::tanh, in[5]);
+                   },
+                   {h, gm, bt, w, b, s});
 }
 
 TEST_CASE("layer_norm_linear keeps x for backward, never the normalised x") {
