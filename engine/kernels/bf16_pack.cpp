@@ -64,17 +64,38 @@ void pairs_to_rows(const uint32_t* by_pairs, int64_t pairs, int64_t rows, uint32
   std::fill(out + rows * stride, out + padded_rows * stride, 0u);
 }
 
+// Pair p of B's rows 2p and 2p + 1 into row p of every panel: B (k x n, not transposed) is
+// read row after row, in the order it lies in memory. (Panel after panel, each pass read a
+// strip of two cache lines from every row, which the prefetchers follow poorly: packing a
+// chunk of B 768 columns wide took about as long as the tiles' arithmetic on it.)
+void panels_of_row_pairs(int64_t k, int64_t n, const float* b, int64_t ldb, int64_t width,
+                         int64_t stride, uint32_t* out) {
+  const int64_t pairs = (k + 1) / 2, panels = (n + width - 1) / width;
+  // Split only where each thread gets 2^16 words or more: a layer's weights (576 x 192) are
+  // packed faster on one thread than the others can be woken.
+  parallel_for(pairs, std::max<int64_t>(1, 65536 / n), [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const float* first = b + 2 * p * ldb;
+      const float* second = 2 * p + 1 < k ? first + ldb : nullptr;
+      for (int64_t q = 0; q < panels; ++q) {
+        const int64_t j0 = q * width;
+        bf16_pairs_of_rows(first + j0, second ? second + j0 : nullptr, std::min(width, n - j0),
+                           out + (q * stride + p) * width);
+      }
+    }
+  });
+}
+
 // op(B) (k x n) as panels of `width` columns with `stride` pair rows each (see Bf16Operands),
 // the padding zero.
 void pack_b(bool tb, int64_t k, int64_t n, const float* b, int64_t ldb, int64_t width,
             int64_t stride, uint32_t* out) {
   const int64_t pairs = (k + 1) / 2, panels = (n + width - 1) / width;
+  if (!tb) panels_of_row_pairs(k, n, b, ldb, width, stride, out);
   for (int64_t q = 0; q < panels; ++q) {
     const int64_t j0 = q * width, cols = std::min(width, n - j0);
     uint32_t* panel = out + q * stride * width;
-    if (!tb) {
-      interleave_rows(k, cols, b + j0, ldb, panel, width);
-    } else {  // column j of op(B) is row j of B: its pairs are contiguous there
+    if (tb) {  // column j of op(B) is row j of B: its pairs are contiguous there
       thread_local PackedWords row_pairs;  // the caller's, shared by the workers
       if (row_pairs.size() < size_t(cols * pairs)) row_pairs.resize(cols * pairs);
       uint32_t* rows = row_pairs.data();
