@@ -71,9 +71,10 @@ void pairs_to_rows(const uint32_t* by_pairs, int64_t pairs, int64_t rows, uint32
 void panels_of_row_pairs(int64_t k, int64_t n, const float* b, int64_t ldb, int64_t width,
                          int64_t stride, uint32_t* out) {
   const int64_t pairs = (k + 1) / 2, panels = (n + width - 1) / width;
-  // Split only where each thread gets 2^16 words or more: a layer's weights (576 x 192) are
-  // packed faster on one thread than the others can be woken.
-  parallel_for(pairs, std::max<int64_t>(1, 65536 / n), [&](int64_t p0, int64_t p1) {
+  // Split only where each thread gets 2^16 words or more: a layer's weights (576 x 192) stay
+  // on the calling thread, as they did when each panel was packed apart.
+  const int64_t grain = std::max<int64_t>(1, 65536 / std::max<int64_t>(n, 1));
+  parallel_for(pairs, grain, [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
       const float* first = b + 2 * p * ldb;
       const float* second = 2 * p + 1 < k ? first + ldb : nullptr;

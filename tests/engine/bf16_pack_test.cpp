@@ -113,9 +113,10 @@ TEST_CASE("pack_b lays B's pairs of rows out as panels, the padding zero") {
     return;
   }
   Rng rng(5);
-  const int64_t width = 32, ldb = 120;
-  for (const int64_t k : {7, 40})
-    for (const int64_t n : {16, 70, 96}) {
+  const int64_t width = 32, ldb = 320;
+  // 901 x 300: enough words that the pairs are split over the threads.
+  for (const int64_t k : {7, 40, 901})
+    for (const int64_t n : {16, 70, 96, 300}) {
       CAPTURE(k);
       CAPTURE(n);
       const int64_t pairs = (k + 1) / 2, stride = pairs + 3, panels = (n + width - 1) / width;
