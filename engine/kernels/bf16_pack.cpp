@@ -87,24 +87,36 @@ void panels_of_row_pairs(int64_t k, int64_t n, const float* b, int64_t ldb, int6
   });
 }
 
+// The same for op(B) = B^T (B n x k): column j of op(B) is row j of B, whose pairs are
+// contiguous there; a panel's rows are made as pairs, then turned around 16 x 16 at a time.
+void panels_of_transposed_rows(int64_t k, int64_t n, const float* b, int64_t ldb, int64_t width,
+                               int64_t stride, uint32_t* out) {
+  const int64_t pairs = (k + 1) / 2, panels = (n + width - 1) / width;
+  for (int64_t q = 0; q < panels; ++q) {
+    const int64_t j0 = q * width, cols = std::min(width, n - j0);
+    thread_local PackedWords row_pairs;  // the caller's, shared by the workers
+    if (row_pairs.size() < size_t(cols * pairs)) row_pairs.resize(cols * pairs);
+    uint32_t* rows = row_pairs.data();
+    uint32_t* panel = out + q * stride * width;
+    parallel_for(cols, std::max<int64_t>(4, 4096 / pairs), [&](int64_t c0, int64_t c1) {
+      pairs_of_rows(c1 - c0, k, b + (j0 + c0) * ldb, ldb, rows + c0 * pairs, pairs);
+      transpose_words(rows + c0 * pairs, c1 - c0, pairs, pairs, panel + c0, width);
+    });
+  }
+}
+
 // op(B) (k x n) as panels of `width` columns with `stride` pair rows each (see Bf16Operands),
 // the padding zero.
 void pack_b(bool tb, int64_t k, int64_t n, const float* b, int64_t ldb, int64_t width,
             int64_t stride, uint32_t* out) {
+  if (tb)
+    panels_of_transposed_rows(k, n, b, ldb, width, stride, out);
+  else
+    panels_of_row_pairs(k, n, b, ldb, width, stride, out);
   const int64_t pairs = (k + 1) / 2, panels = (n + width - 1) / width;
-  if (!tb) panels_of_row_pairs(k, n, b, ldb, width, stride, out);
-  for (int64_t q = 0; q < panels; ++q) {
-    const int64_t j0 = q * width, cols = std::min(width, n - j0);
+  for (int64_t q = 0; q < panels; ++q) {  // the padding: columns past n, pair rows past k
+    const int64_t cols = std::min(width, n - q * width);
     uint32_t* panel = out + q * stride * width;
-    if (tb) {  // column j of op(B) is row j of B: its pairs are contiguous there
-      thread_local PackedWords row_pairs;  // the caller's, shared by the workers
-      if (row_pairs.size() < size_t(cols * pairs)) row_pairs.resize(cols * pairs);
-      uint32_t* rows = row_pairs.data();
-      parallel_for(cols, std::max<int64_t>(4, 4096 / pairs), [&](int64_t c0, int64_t c1) {
-        pairs_of_rows(c1 - c0, k, b + (j0 + c0) * ldb, ldb, rows + c0 * pairs, pairs);
-        transpose_words(rows + c0 * pairs, c1 - c0, pairs, pairs, panel + c0, width);
-      });
-    }
     if (cols < width)
       for (int64_t p = 0; p < pairs; ++p)
         std::fill(panel + p * width + cols, panel + (p + 1) * width, 0u);
