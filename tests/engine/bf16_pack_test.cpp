@@ -104,36 +104,40 @@ TEST_CASE("bf16_round_rows gives to_bf16's values, subnormals, ties, NaN and inf
     }
 }
 
-// op(B) not transposed, as panels: word (p, j) of panel q is the pair of rows 2p and 2p + 1 in
-// column 32q + j; the columns past n and the pair rows past the last (the tiles' padding) are
-// zero, and so is an odd k's last second term.
+// op(B) as panels: word (p, j) of panel q is the pair of op(B)'s rows 2p and 2p + 1 in column
+// 32q + j, B stored as it is or transposed; the columns past n and the pair rows past the last
+// (the tiles' padding) are zero, and so is an odd k's last second term.
 TEST_CASE("pack_b lays B's pairs of rows out as panels, the padding zero") {
   if (bf16_hardware() == Bf16Hardware::none) {
     MESSAGE("skipped: this CPU has no AVX512-BF16");
     return;
   }
   Rng rng(5);
-  const int64_t width = 32, ldb = 320;
+  const int64_t width = 32;
   // 901 x 300: enough words that the pairs are split over the threads.
-  for (const int64_t k : {7, 40, 901})
-    for (const int64_t n : {16, 70, 96, 300}) {
-      CAPTURE(k);
-      CAPTURE(n);
-      const int64_t pairs = (k + 1) / 2, stride = pairs + 3, panels = (n + width - 1) / width;
-      const std::vector<float> b = edge_floats(k * ldb, 9, true, rng);
-      std::vector<uint32_t> out(size_t(panels * stride * width), 7u);
-      detail::pack_b(false, k, n, b.data(), ldb, width, stride, out.data());
-      for (int64_t q = 0; q < panels; ++q)
-        for (int64_t p = 0; p < stride; ++p)
-          for (int64_t j = 0; j < width; ++j) {
-            const int64_t col = q * width + j;
-            uint32_t expected = 0;
-            if (p < pairs && col < n)
-              expected = bf16_pair(b[2 * p * ldb + col],
-                                   2 * p + 1 < k ? b[(2 * p + 1) * ldb + col] : 0.0f);
-            CHECK(out[(q * stride + p) * width + j] == expected);
-          }
-    }
+  for (const bool tb : {false, true})
+    for (const int64_t k : {7, 40, 901})
+      for (const int64_t n : {16, 70, 96, 300}) {
+        CAPTURE(tb);
+        CAPTURE(k);
+        CAPTURE(n);
+        const int64_t ldb = tb ? 910 : 320;  // B is n x k when transposed
+        const int64_t pairs = (k + 1) / 2, stride = pairs + 3, panels = (n + width - 1) / width;
+        const std::vector<float> b = edge_floats((tb ? n : k) * ldb, 9, true, rng);
+        auto op_b = [&](int64_t r, int64_t col) {
+          return r >= k ? 0.0f : tb ? b[col * ldb + r] : b[r * ldb + col];
+        };
+        std::vector<uint32_t> out(size_t(panels * stride * width), 7u);
+        detail::pack_b(tb, k, n, b.data(), ldb, width, stride, out.data());
+        for (int64_t q = 0; q < panels; ++q)
+          for (int64_t p = 0; p < stride; ++p)
+            for (int64_t j = 0; j < width; ++j) {
+              const int64_t col = q * width + j;
+              const uint32_t expected =
+                  p < pairs && col < n ? bf16_pair(op_b(2 * p, col), op_b(2 * p + 1, col)) : 0u;
+              CHECK(out[(q * stride + p) * width + j] == expected);
+            }
+      }
 }
 
 TEST_CASE("packed operands start on a cache line at every size, grown or not") {
