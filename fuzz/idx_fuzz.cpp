@@ -38,8 +38,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::fclose(f);
   try {
     const vg::data::IdxImages images = vg::data::read_idx_images(path, "fuzz");
-    if (static_cast<int64_t>(images.pixels.size()) != images.count * images.rows * images.cols)
-      __builtin_trap();  // the reader must return exactly what its header declares
+    // The reader must return exactly what its header declares (channels: 1 for a 3-dimensional
+    // file, the fourth size for a 4-dimensional one).
+    if (static_cast<int64_t>(images.pixels.size()) !=
+        images.count * images.rows * images.cols * images.channels)
+      __builtin_trap();
   } catch (const vg::Error&) {
   }
   try {
