@@ -92,13 +92,14 @@ void panels_of_row_pairs(int64_t k, int64_t n, const float* b, int64_t ldb, int6
 void panels_of_transposed_rows(int64_t k, int64_t n, const float* b, int64_t ldb, int64_t width,
                                int64_t stride, uint32_t* out) {
   const int64_t pairs = (k + 1) / 2, panels = (n + width - 1) / width;
+  const int64_t grain = std::max<int64_t>(4, 4096 / std::max<int64_t>(pairs, 1));  // columns
   for (int64_t q = 0; q < panels; ++q) {
     const int64_t j0 = q * width, cols = std::min(width, n - j0);
     thread_local PackedWords row_pairs;  // the caller's, shared by the workers
     if (row_pairs.size() < size_t(cols * pairs)) row_pairs.resize(cols * pairs);
     uint32_t* rows = row_pairs.data();
     uint32_t* panel = out + q * stride * width;
-    parallel_for(cols, std::max<int64_t>(4, 4096 / pairs), [&](int64_t c0, int64_t c1) {
+    parallel_for(cols, grain, [&](int64_t c0, int64_t c1) {
       pairs_of_rows(c1 - c0, k, b + (j0 + c0) * ldb, ldb, rows + c0 * pairs, pairs);
       transpose_words(rows + c0 * pairs, c1 - c0, pairs, pairs, panel + c0, width);
     });
