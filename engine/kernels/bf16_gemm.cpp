@@ -27,6 +27,17 @@ int64_t round_up(int64_t x, int64_t to) {
   return (x + to - 1) / to * to;
 }
 
+// Where a product's operands come from besides float matrices, and what it leaves: A or B made
+// on demand (a null a or b), B kept in bf16 (a null b), A's rounded words kept for later, and
+// the sums of a transposed A's columns (see chunks_packing_both).
+struct Sources {
+  const MadeRows* made_a = nullptr;
+  const MadeRows* made_b = nullptr;
+  const Bf16Rows* kept_b = nullptr;
+  Bf16Rows* keep_a = nullptr;
+  double* sums_of_a = nullptr;
+};
+
 using RowsKernel = void (*)(const detail::Bf16Operands&, int64_t, int64_t, int64_t, int64_t,
                             int64_t, float, float, const float*, float*, int64_t);
 
@@ -58,10 +69,14 @@ Layout layout_for(Bf16Tiles tiles, int64_t n) {
 // A not transposed (a linear forward, dX = dY W): A is packed one block of rows at a time, by
 // the thread that makes those rows of C, just before it uses them. Packed all at once, A's
 // words would be written out past the caches and fetched back; this way they are read from
-// L1/L2. A made on demand (`made`, a null `a`) is made the same way, a block of rows at a time.
+// L1/L2. A made on demand (`made_a`) is made the same way, a block of rows at a time; where A
+// is kept (`keep_a`), each block's words are copied out as they are packed.
 void rows_packing_a(const Layout& layout, const detail::Bf16Operands& packed_b, int64_t m,
-                    int64_t n, int64_t k, const float* a, int64_t lda, const MadeRows* made,
+                    int64_t n, int64_t k, const float* a, int64_t lda, const Sources& from,
                     float alpha, float beta, const float* start, float* c, int64_t ldc) {
+  const MadeRows* made = from.made_a;
+  uint32_t* kept = from.keep_a ? from.keep_a->words() : nullptr;
+  const int64_t kept_pairs = (k + 1) / 2;
   const int64_t pairs = packed_b.pairs, block_rows = layout.block_rows;
   const int64_t blocks = (m + block_rows - 1) / block_rows;
   // The AMX tiles keep a block's sums over the whole of k: a chunk would store them to C and
@@ -85,6 +100,9 @@ void rows_packing_a(const Layout& layout, const detail::Bf16Operands& packed_b, 
       if (made) made->fill(i0, i0 + rows, 0, k, made_rows.data());
       detail::pairs_of_rows(rows, k, made ? made_rows.data() : a + i0 * lda, made ? k : lda,
                             block.data(), pairs);
+      if (from.keep_a)  // each row's pairs, without the AMX tiles' padding
+        for (int64_t i = 0; i < rows; ++i)
+          std::copy_n(block.data() + i * pairs, kept_pairs, kept + (i0 + i) * kept_pairs);
       std::fill(block.data() + rows * pairs, block.data() + layout.packed_rows(rows) * pairs, 0u);
       for (int64_t p = 0; p < pairs; p += chunk)
         layout.rows(ops, 0, rows, n, p, std::min(pairs, p + chunk), alpha, p == 0 ? beta : 1.0f,
@@ -102,7 +120,8 @@ void rows_packing_a(const Layout& layout, const detail::Bf16Operands& packed_b, 
 // columns of A and all of B, or its columns of B and all of A, whichever copies less. One
 // parallel region per product, not one per chunk, whose start and end would cost more than
 // a chunk's arithmetic where C is small (a convolution's weight gradient). B made on demand
-// (`made_b`, not transposed, a null `b`) is made a chunk of rows at a time by each thread.
+// (`made_b`, not transposed) is made a chunk of rows at a time by each thread; B kept in bf16
+// (`kept_b`) is packed from its words.
 // For the AMX tiles each chunk of A is turned into rows after it is packed (pairs_to_rows).
 //
 // With `sums_of_a`, the sums of A's columns are taken as A is packed, in double, each
@@ -110,8 +129,10 @@ void rows_packing_a(const Layout& layout, const detail::Bf16Operands& packed_b, 
 // (zero on entry), by the one thread that packs column i.
 void chunks_packing_both(const Layout& layout, bool tb, int64_t m, int64_t n, int64_t k,
                          float alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
-                         const MadeRows* made_b, float beta, float* c, int64_t ldc,
-                         const float* start, double* sums_of_a) {
+                         const Sources& from, float beta, float* c, int64_t ldc,
+                         const float* start) {
+  const MadeRows* made_b = from.made_b;
+  double* sums_of_a = from.sums_of_a;
   static_assert(kernels::kColumnSumRows % (2 * kChunkPairs) == 0, "a chunk of k in one sum");
   const int64_t panel_cols = layout.panel_cols;
   // C's block (rows i0 + [0, rows), columns j0 + [0, cols)) over the whole of k.
@@ -145,10 +166,18 @@ void chunks_packing_both(const Layout& layout, bool tb, int64_t m, int64_t n, in
       } else {
         ops.a_row = 1, ops.a_pair = rows;
       }
-      if (made_b) made_b->fill(l0, l0 + terms, j0, j0 + cols, made_rows.data());  // its columns
-      const float* b_chunk = made_b ? made_rows.data() : tb ? b + j0 * ldb + l0 : b + l0 * ldb + j0;
-      detail::pack_b(tb, terms, cols, b_chunk, made_b ? cols : ldb, panel_cols, ops.pairs,
-                     b_words.data());
+      if (from.kept_b) {  // its rows' words from column j0 (even: a multiple of the steps)
+        const int64_t ld = from.kept_b->pairs();
+        detail::pack_kept_b(terms, cols, from.kept_b->words() + l0 * ld + j0 / 2, ld, panel_cols,
+                            ops.pairs, b_words.data());
+      } else {
+        if (made_b) made_b->fill(l0, l0 + terms, j0, j0 + cols, made_rows.data());  // its columns
+        const float* b_chunk = made_b ? made_rows.data()
+                               : tb   ? b + j0 * ldb + l0
+                                      : b + l0 * ldb + j0;
+        detail::pack_b(tb, terms, cols, b_chunk, made_b ? cols : ldb, panel_cols, ops.pairs,
+                       b_words.data());
+      }
       ops.a = a_words.data(), ops.b = b_words.data();
       const bool first = l0 == 0;
       layout.rows(ops, 0, rows, cols, 0, ops.pairs, alpha, first ? beta : 1.0f,
@@ -178,22 +207,35 @@ Bf16Tiles chosen(Bf16Tiles tiles, int64_t m, int64_t n, int64_t k) {
   return m * n * k >= kAmxMinMacs ? Bf16Tiles::amx : Bf16Tiles::fma;
 }
 
-// Bf16Tiles::fma: an operand made on demand is made whole first (a small product's).
+// The floats a kept matrix stands for (exact), its rows cols apart.
+std::vector<float> floats_of(const Bf16Rows& kept) {
+  std::vector<float> out(size_t(kept.rows * kept.cols));
+  for (int64_t i = 0; i < kept.rows; ++i)
+    for (int64_t j = 0; j < kept.cols; ++j) {
+      const uint32_t word = kept.words()[i * kept.pairs() + j / 2];
+      out[size_t(i * kept.cols + j)] = from_bf16(bf16(j % 2 ? word >> 16 : word & 0xFFFFu));
+    }
+  return out;
+}
+
+// Bf16Tiles::fma: an operand made on demand is made whole first (a small product's), a kept
+// one turned back into floats (exactly), and a kept A rounded as the tiles' packers round it.
 void product_on_fmas(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                      int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
-                     const float* start, const MadeRows* made_a, const MadeRows* made_b) {
+                     const float* start, const Sources& from) {
   std::vector<float> whole;
-  if (made_a || made_b) whole = made_whole(made_a ? *made_a : *made_b);
-  if (made_a) a = whole.data();
-  if (made_b) b = whole.data();
+  if (from.made_a || from.made_b) whole = made_whole(from.made_a ? *from.made_a : *from.made_b);
+  if (from.kept_b) whole = floats_of(*from.kept_b);
+  if (from.made_a) a = whole.data();
+  if (from.made_b || from.kept_b) b = whole.data();
+  if (from.keep_a) detail::pairs_of_rows(m, k, a, lda, from.keep_a->words(), (k + 1) / 2);
   detail::bf16_product_fma(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, start);
 }
 
-// gemm_bf16, with A or B made on demand where made_a or made_b is given (and a or b null).
+// gemm_bf16, with the operands and results `from` names besides a and b.
 void product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
              int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
-             const float* start, Bf16Tiles tiles, const MadeRows* made_a, const MadeRows* made_b,
-             double* sums_of_a = nullptr) {
+             const float* start, Bf16Tiles tiles, const Sources& from = {}) {
   if (m <= 0 || n <= 0) return;
   const Bf16Hardware units = bf16_hardware();
   check(units != Bf16Hardware::none, "gemm_bf16: this CPU has no AVX512-BF16 (product ", m, "x", n,
@@ -209,12 +251,11 @@ void product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, con
     return;
   }
   if (tiles == Bf16Tiles::fma)
-    return product_on_fmas(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, start, made_a,
-                           made_b);
+    return product_on_fmas(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, start, from);
   const Layout layout = layout_for(tiles, n);
   if (ta)
-    return chunks_packing_both(layout, tb, m, n, k, alpha, a, lda, b, ldb, made_b, beta, c, ldc,
-                               start, sums_of_a);
+    return chunks_packing_both(layout, tb, m, n, k, alpha, a, lda, b, ldb, from, beta, c, ldc,
+                               start);
   // op(B) packed whole (a layer's weights, or one attention head's operand): grown once per
   // shape, then reused; the workers read the caller's.
   thread_local detail::PackedWords b_words;
@@ -226,7 +267,7 @@ void product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, con
     b_words.resize(panels * ops.pairs * layout.panel_cols);
   detail::pack_b(tb, k, n, b, ldb, layout.panel_cols, ops.pairs, b_words.data());
   ops.b = b_words.data();
-  rows_packing_a(layout, ops, m, n, k, a, lda, made_a, alpha, beta, start, c, ldc);
+  rows_packing_a(layout, ops, m, n, k, a, lda, from, alpha, beta, start, c, ldc);
 }
 
 }  // namespace
@@ -234,34 +275,57 @@ void product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, con
 void gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
                const float* start, Bf16Tiles tiles) {
-  product(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, start, tiles, nullptr, nullptr);
+  product(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, start, tiles);
 }
 
 void gemm_bf16_made_a(const MadeRows& a, int64_t n, const float* b, int64_t ldb, float* c,
                       int64_t ldc, const float* start, Bf16Tiles tiles) {
   product(false, true, a.rows, n, a.cols, 1.0f, nullptr, a.cols, b, ldb, 0.0f, c, ldc, start, tiles,
-          &a, nullptr);
+          {.made_a = &a});
 }
 
 void gemm_bf16_made_b(int64_t m, const float* a, int64_t lda, const MadeRows& b, float* c,
                       int64_t ldc, Bf16Tiles tiles) {
   product(true, false, m, b.cols, b.rows, 1.0f, a, lda, nullptr, b.cols, 0.0f, c, ldc, nullptr,
-          tiles, nullptr, &b);
+          tiles, {.made_b = &b});
 }
 
-void gemm_bf16_tn_sums(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c,
-                       float* sums, Bf16Tiles tiles) {
+void gemm_bf16_keeping_a(int64_t m, int64_t n, int64_t k, const float* a, const float* b,
+                         const float* start, float* c, Bf16Rows& kept, Bf16Tiles tiles) {
+  kept.rows = m, kept.cols = k;
+  kept.storage = std::make_shared<Storage>(size_t(m * kept.pairs()) * sizeof(uint32_t));
+  if (n <= 0) return detail::pairs_of_rows(m, k, a, k, kept.words(), kept.pairs());
+  product(false, true, m, n, k, 1.0f, a, k, b, k, 0.0f, c, n, start, tiles, {.keep_a = &kept});
+}
+
+namespace {
+
+// gemm_bf16_tn_sums with B as floats (b) or kept in bf16 (kept_b).
+void tn_sums(int64_t m, int64_t n, int64_t k, const float* a, const float* b,
+             const Bf16Rows* kept_b, float* c, float* sums, Bf16Tiles tiles) {
   // The product, then the sums as `sum` takes them: the fmas' loops do not take sums.
   if (m <= 1 || n <= 0 || k <= 0 || chosen(tiles, m, n, k) == Bf16Tiles::fma) {
-    product(true, false, m, n, k, 1.0f, a, m, b, n, 0.0f, c, n, nullptr, tiles, nullptr, nullptr);
+    product(true, false, m, n, k, 1.0f, a, m, b, n, 0.0f, c, n, nullptr, tiles, {.kept_b = kept_b});
     return kernels::sum_middle_axis(a, sums, 1, k, m);
   }
   const int64_t chunks = (k + kernels::kColumnSumRows - 1) / kernels::kColumnSumRows;
   thread_local std::vector<double> parts;  // the caller's, shared by the workers
   parts.assign(chunks * m, 0.0);
-  product(true, false, m, n, k, 1.0f, a, m, b, n, 0.0f, c, n, nullptr, tiles, nullptr, nullptr,
-          parts.data());
+  product(true, false, m, n, k, 1.0f, a, m, b, n, 0.0f, c, n, nullptr, tiles,
+          {.kept_b = kept_b, .sums_of_a = parts.data()});
   kernels::add_column_chunks(parts.data(), chunks, m, sums);
+}
+
+}  // namespace
+
+void gemm_bf16_tn_sums(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c,
+                       float* sums, Bf16Tiles tiles) {
+  tn_sums(m, n, k, a, b, nullptr, c, sums, tiles);
+}
+
+void gemm_bf16_tn_sums(int64_t m, const float* a, const Bf16Rows& b, float* c, float* sums,
+                       Bf16Tiles tiles) {
+  tn_sums(m, b.cols, b.rows, a, nullptr, &b, c, sums, tiles);
 }
 
 void gemm_bf16_reference(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,

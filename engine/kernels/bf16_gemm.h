@@ -14,7 +14,9 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
+#include "engine/core/storage.h"
 #include "engine/kernels/made_rows.h"
 
 namespace vg {
@@ -31,6 +33,18 @@ enum class Bf16Tiles { best, avx512_bf16, amx, amx_model, fma };
 // 7-17% faster on the AVX512-BF16 loops, one of 64 (160,000) 10-18% slower (Intel Xeon, family
 // 6 model 207); and fmas beat those loops there (bf16_gemm_fma.cpp).
 inline constexpr int64_t kAmxMinMacs = int64_t(1) << 17;
+
+// A float matrix of rows x cols rounded to bf16 as a product packs it: row i's pairs (bf16_pair
+// of its values 2p and 2p + 1, the second zero past an odd cols) at words()[i * pairs() ...].
+// What a linear's forward leaves for its weight gradient: half the bytes of the float input,
+// and no need to make that input again. Its words live in the tensors' memory (engine/core/
+// storage.h), so memory_stats() counts them and each step reuses the last one's buffer.
+struct Bf16Rows {
+  int64_t rows = 0, cols = 0;
+  std::shared_ptr<Storage> storage;
+  int64_t pairs() const { return (cols + 1) / 2; }
+  uint32_t* words() const { return static_cast<uint32_t*>(storage->data()); }
+};
 
 // Row-major C (m x n) = alpha * op(A) op(B) + beta * C, op = transpose where ta / tb, with
 // op(A) and op(B) rounded to bf16. With `start` (n values, e.g. a bias) each sum starts from
@@ -50,12 +64,22 @@ void gemm_bf16_made_a(const MadeRows& a, int64_t n, const float* b, int64_t ldb,
 void gemm_bf16_made_b(int64_t m, const float* a, int64_t lda, const MadeRows& b, float* c,
                       int64_t ldc, Bf16Tiles tiles = Bf16Tiles::best);
 
+// C (m x n) = A B^T + start for row-major A (m x k) and B (n x k), as gemm_bf16(false, true,
+// ...) with lda = ldb = k, and into `kept` A rounded to bf16: the words the product packed.
+void gemm_bf16_keeping_a(int64_t m, int64_t n, int64_t k, const float* a, const float* b,
+                         const float* start, float* c, Bf16Rows& kept,
+                         Bf16Tiles tiles = Bf16Tiles::best);
+
 // C (m x n) = A^T B for A (k x m) and B (k x n), all contiguous, as gemm_bf16(true, false, ...),
 // and into sums (m) the sums of A's columns with the bits of kernels::sum_middle_axis(a, sums,
 // 1, k, m): a weight gradient dY^T X and its bias gradient, taken as dY is packed for the
 // product.
 void gemm_bf16_tn_sums(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c,
                        float* sums, Bf16Tiles tiles = Bf16Tiles::best);
+// The same with B kept in bf16 (b.rows = k, b.cols = n), with the bits of gemm_bf16_tn_sums on
+// the floats it was rounded from.
+void gemm_bf16_tn_sums(int64_t m, const float* a, const Bf16Rows& b, float* c, float* sums,
+                       Bf16Tiles tiles = Bf16Tiles::best);
 
 // The same product as plain loops: operands rounded with to_bf16, the products summed in
 // double. What the tests compare gemm_bf16 against.

@@ -187,6 +187,36 @@ __attribute__((target("avx512f"))) void bf16_pairs_of_rows(const float* first, c
   }
 }
 
+__attribute__((target("avx512f,avx512bw"))) void bf16_pairs_of_kept_rows(const uint32_t* first,
+                                                                         const uint32_t* second,
+                                                                         int64_t count,
+                                                                         uint32_t* out) {
+  // Value t of `first` (16-bit half t of its words) into the low half of out's word t, the
+  // same value of `second` into the high half: 16 values of each make 16 words.
+  alignas(64) static constexpr int16_t kLowFirst[32] = {0,  32, 1,  33, 2,  34, 3,  35, 4,  36, 5,
+                                                        37, 6,  38, 7,  39, 8,  40, 9,  41, 10, 42,
+                                                        11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+  alignas(64) static constexpr int16_t kHighFirst[32] = {16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21,
+                                                         53, 22, 54, 23, 55, 24, 56, 25, 57, 26, 58,
+                                                         27, 59, 28, 60, 29, 61, 30, 62, 31, 63};
+  const __m512i low = _mm512_load_si512(kLowFirst), high = _mm512_load_si512(kHighFirst);
+  for (int64_t t = 0; t < count; t += 32) {
+    // 32 values (16 words) of each row at a time; masked loads read zeros past the last word.
+    const int64_t left = count - t, words = std::min<int64_t>(16, (left + 1) / 2);
+    const __mmask16 load = __mmask16((1u << words) - 1);
+    const __m512i a = _mm512_maskz_loadu_epi32(load, first + t / 2);
+    const __m512i b =
+        second ? _mm512_maskz_loadu_epi32(load, second + t / 2) : _mm512_setzero_si512();
+    const __mmask16 lo_store = left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
+    _mm512_mask_storeu_epi32(out + t, lo_store, _mm512_permutex2var_epi16(a, low, b));
+    if (left > 16) {
+      const __mmask16 hi_store =
+          left >= 32 ? __mmask16(0xFFFF) : __mmask16((1u << (left - 16)) - 1);
+      _mm512_mask_storeu_epi32(out + t + 16, hi_store, _mm512_permutex2var_epi16(a, high, b));
+    }
+  }
+}
+
 __attribute__((target("avx512f"))) void bf16_round_rows(const float* x, int64_t ld, int64_t rows,
                                                         int64_t cols, float* out, int64_t out_ld) {
   if (ld == cols && out_ld == cols) cols *= rows, rows = 1;  // end to end: one long row

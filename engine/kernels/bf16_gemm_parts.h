@@ -40,6 +40,10 @@ void bf16_pairs_of_short_rows(const float* x, int64_t ld, int64_t rows, int64_t 
                               int64_t out_ld);
 // bf16_pair(first[i], second[i]) into out[i] for i < count; second null: zeros.
 void bf16_pairs_of_rows(const float* first, const float* second, int64_t count, uint32_t* out);
+// The same from two rows already in bf16 pairs: count values, from the first value of word 0,
+// of each row (the halves of row `first`'s words low, `second`'s high; second null: zeros).
+void bf16_pairs_of_kept_rows(const uint32_t* first, const uint32_t* second, int64_t count,
+                             uint32_t* out);
 // interleave_rows (below) on the calling thread, also adding column i's terms to sums[i] in
 // double in the order of k: a column's sum taken as its terms are packed.
 void interleave_rows_summing(int64_t k, int64_t count, const float* x, int64_t ld, uint32_t* out,
@@ -71,6 +75,11 @@ void pairs_to_rows(const uint32_t* by_pairs, int64_t pairs, int64_t rows, uint32
 // each, the padding zero.
 void pack_b(bool tb, int64_t k, int64_t n, const float* b, int64_t ldb, int64_t width,
             int64_t stride, uint32_t* out);
+
+// pack_b(false, ...) for a B of k x n values kept in bf16 (engine/kernels/bf16_gemm.h
+// Bf16Rows): row r's pairs at words[r * ld ...], on the calling thread.
+void pack_kept_b(int64_t k, int64_t n, const uint32_t* words, int64_t ld, int64_t width,
+                 int64_t stride, uint32_t* out);
 
 // Rows [i0, i1) of C (n columns) = alpha * (start + sum over pairs [p0, p1)) + beta * C, with
 // `start` (n values) or zero, and C not read when beta = 0. Every element is one chain over

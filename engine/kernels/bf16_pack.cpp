@@ -106,14 +106,8 @@ void panels_of_transposed_rows(int64_t k, int64_t n, const float* b, int64_t ldb
   }
 }
 
-// op(B) (k x n) as panels of `width` columns with `stride` pair rows each (see Bf16Operands),
-// the padding zero.
-void pack_b(bool tb, int64_t k, int64_t n, const float* b, int64_t ldb, int64_t width,
-            int64_t stride, uint32_t* out) {
-  if (tb)
-    panels_of_transposed_rows(k, n, b, ldb, width, stride, out);
-  else
-    panels_of_row_pairs(k, n, b, ldb, width, stride, out);
+// The padding of k x n values packed as panels: columns past n, pair rows past k, zero.
+void zero_panel_padding(int64_t k, int64_t n, int64_t width, int64_t stride, uint32_t* out) {
   const int64_t pairs = (k + 1) / 2, panels = (n + width - 1) / width;
   for (int64_t q = 0; q < panels; ++q) {  // the padding: columns past n, pair rows past k
     const int64_t cols = std::min(width, n - q * width);
@@ -123,6 +117,34 @@ void pack_b(bool tb, int64_t k, int64_t n, const float* b, int64_t ldb, int64_t 
         std::fill(panel + p * width + cols, panel + (p + 1) * width, 0u);
     std::fill(panel + pairs * width, panel + stride * width, 0u);
   }
+}
+
+// op(B) (k x n) as panels of `width` columns with `stride` pair rows each (see Bf16Operands),
+// the padding zero.
+void pack_b(bool tb, int64_t k, int64_t n, const float* b, int64_t ldb, int64_t width,
+            int64_t stride, uint32_t* out) {
+  if (tb)
+    panels_of_transposed_rows(k, n, b, ldb, width, stride, out);
+  else
+    panels_of_row_pairs(k, n, b, ldb, width, stride, out);
+  zero_panel_padding(k, n, width, stride, out);
+}
+
+// As panels_of_row_pairs, from rows whose values are bf16 already: half the bytes to read,
+// nothing to round. Panels start at even columns (width is even), so at whole words.
+void pack_kept_b(int64_t k, int64_t n, const uint32_t* words, int64_t ld, int64_t width,
+                 int64_t stride, uint32_t* out) {
+  const int64_t pairs = (k + 1) / 2, panels = (n + width - 1) / width;
+  for (int64_t p = 0; p < pairs; ++p) {
+    const uint32_t* first = words + 2 * p * ld;
+    const uint32_t* second = 2 * p + 1 < k ? first + ld : nullptr;
+    for (int64_t q = 0; q < panels; ++q) {
+      const int64_t j0 = q * width;
+      bf16_pairs_of_kept_rows(first + j0 / 2, second ? second + j0 / 2 : nullptr,
+                              std::min(width, n - j0), out + (q * stride + p) * width);
+    }
+  }
+  zero_panel_padding(k, n, width, stride, out);
 }
 
 }  // namespace vg::detail

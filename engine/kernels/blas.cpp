@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "engine/core/error.h"
 #include "engine/core/parallel.h"
 #include "engine/kernels/axis_sums.h"
 #include "engine/kernels/bf16_gemm.h"
@@ -206,6 +207,20 @@ void gemm_tn_sums(int64_t m, int64_t n, int64_t k, const double* a, const double
 
 bool products_make_rows() {
   return matmul_precision() == MatmulPrecision::bf16;
+}
+
+bool products_keep_bf16() {
+  return matmul_precision() == MatmulPrecision::bf16;
+}
+
+void gemm_bias_keeping_a(int64_t m, int64_t n, int64_t k, const float* a, const float* b,
+                         const float* bias, float* c, Bf16Rows& kept) {
+  check(products_keep_bf16(), "gemm_bias_keeping_a: a bf16 copy asked for outside bf16 mode");
+  gemm_bf16_keeping_a(m, n, k, a, b, bias, c, kept);
+}
+
+void gemm_tn_sums(int64_t m, const float* a, const Bf16Rows& b, float* c, float* sums) {
+  gemm_bf16_tn_sums(m, a, b, c, sums);
 }
 
 void gemm_bias_made(const MadeRows& a, int64_t n, const float* b, const float* bias, float* c) {

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <string>
 
+#include "engine/kernels/bf16_gemm.h"
 #include "engine/kernels/made_rows.h"
 
 namespace vg {
@@ -62,6 +63,17 @@ bool products_make_rows();
 void gemm_bias_made(const MadeRows& a, int64_t n, const float* b, const float* bias, float* c);
 // C (m x b.cols) = A^T B, A (b.rows x m): a weight gradient, gemm(true, false, ...).
 void gemm_tn_made(int64_t m, const float* a, const MadeRows& b, float* c);
+
+// A linear's input kept in bf16 for its weight gradient (engine/kernels/bf16_gemm.h Bf16Rows).
+// True where the products can (bf16 mode): they round that input to bf16 anyway, so keeping
+// the words costs half the input's bytes and spares making it again.
+bool products_keep_bf16();
+// gemm_bias, with A rounded to bf16 into `kept` as the product packs it. Needs
+// products_keep_bf16().
+void gemm_bias_keeping_a(int64_t m, int64_t n, int64_t k, const float* a, const float* b,
+                         const float* bias, float* c, Bf16Rows& kept);
+// gemm_tn_sums with B kept (b.rows = k, b.cols = n): the bits of the product on the floats.
+void gemm_tn_sums(int64_t m, const float* a, const Bf16Rows& b, float* c, float* sums);
 
 // The OpenBLAS kernel family in use, e.g. "Haswell" or "Cooperlake".
 const char* blas_core_name();

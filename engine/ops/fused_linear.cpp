@@ -4,7 +4,10 @@
 // (LayerNorm, LearnableScaler's affine, GELU, GRN) keeps its own input too: two tensors where
 // one would do, since the map is cheap to run again. Each op here keeps only the map's input
 // and recomputes the map's output in backward, with the map's own value and gradient code
-// (ops/norm_parts.h, gelu_math.h), so its results have the bits of the op-by-op graph.
+// (ops/norm_parts.h, gelu_math.h), so its results have the bits of the op-by-op graph. In bf16
+// mode, a map whose gradient needs only its statistics (LayerNorm, an affine) has its values
+// kept instead, as dW's product reads them: rounded to bf16, half a float input's bytes, and
+// backward makes nothing again (the same bits: they are the values backward would make).
 //
 // Optionally a per-channel scale s (LayerScale) follows the product: y = s * (a W^T + b).
 // Op by op, LayerScale would keep the product for ds = sum_rows dy * (a W^T + b); here ds
@@ -14,6 +17,7 @@
 // The forward has the op-by-op bits; these gradients equal op-by-op ones up to rounding.
 #include <algorithm>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "engine/autograd/autograd.h"
@@ -54,6 +58,18 @@ struct InputMap {
   std::function<std::vector<Tensor>(const Tensor& x, const Tensor& da,
                                     const std::vector<bool>& need, Tensor& a)>
       values_and_grads;
+  // Whether `grads` needs only what `values` left in the forward (statistics), not the values
+  // themselves: LayerNorm's and an affine's. In bf16 mode such a map's linear keeps its input
+  // rounded to bf16 for dW, and backward makes nothing again.
+  bool grads_from_forward_state = false;
+};
+
+// What a fused linear's forward keeps for backward in bf16 mode, where its map allows it
+// (InputMap::grads_from_forward_state): the map's values as dW's product reads them, and the
+// map's statistics.
+struct KeptForward {
+  Bf16Rows input;
+  MapState state;
 };
 
 // Row o of w (out, in) times s_o, into a new tensor: s * W, and s * G for dW.
@@ -94,18 +110,24 @@ Tensor fused_linear(const char* op, const char* input, const Tensor& x, const In
   const detail::LinearPlan p = detail::plan_linear(op, input, x, weight, bias);
   check_out_scale(op, out_scale, p, weight);
   const std::vector<Tensor> params = map ? map->params : std::vector<Tensor>{};
+  std::vector<Tensor> inputs{x};
+  inputs.insert(inputs.end(), params.begin(), params.end());
+  inputs.insert(inputs.end(), {weight, bias, out_scale});
+  const bool any_grad = any_requires_grad(inputs);
+  std::shared_ptr<KeptForward> kept;
+  if (any_grad && map && map->grads_from_forward_state && detail::keeps_bf16_input(x) &&
+      (needs_grad(weight) || needs_grad(out_scale)))
+    kept = std::make_shared<KeptForward>();
   Tensor out;
   {
     MapState state;
     const Tensor a = map ? map->values(x.detach(), state) : x.detach();
-    out = detail::linear_values(a, weight, bias, p);
-  }  // a is freed here: only x is kept
+    out = detail::linear_values(a, weight, bias, p, kept ? &kept->input : nullptr);
+    if (kept) kept->state = std::move(state);
+  }  // a is freed here: only x is kept (and, in bf16 mode, perhaps a as bf16)
   // LayerScale's own forward (channel_affine's values), so the output has its bits.
   if (out_scale.defined()) out = detail::channel_affine_values(out, out_scale, Tensor());
-  std::vector<Tensor> inputs{x};
-  inputs.insert(inputs.end(), params.begin(), params.end());
-  inputs.insert(inputs.end(), {weight, bias, out_scale});
-  if (!any_requires_grad(inputs)) return record(op, out, inputs, nullptr);
+  if (!any_grad) return record(op, out, inputs, nullptr);
 
   std::vector<bool> need;
   for (const Tensor& t : inputs) need.push_back(needs_grad(t));
@@ -131,13 +153,24 @@ Tensor fused_linear(const char* op, const char* input, const Tensor& x, const In
     auto input_grad = [&] {  // da = dy (s * W)
       return matmul(g2, scaled ? scaled_weight(ws, ss) : ws).reshape(xs.shape());
     };
-    auto weight_grads = [&](const Tensor& a) {  // from G = dy^T a, with col in the same pass
-      const Tensor G =
-          detail::weight_product(g2, a.reshape({rows, in_features}), need_col ? &col : nullptr);
+    auto grads_from = [&](const Tensor& G) {  // G = dy^T a, with col taken in the same pass
       if (need[ib]) grads[ib] = scaled ? col * ss : col;
       if (need[is]) grads[is] = scale_grad(ws, G, bs, col);
       if (need[iw]) grads[iw] = scaled ? scaled_weight(G, ss) : G;
     };
+    auto weight_grads = [&](const Tensor& a) {
+      grads_from(
+          detail::weight_product(g2, a.reshape({rows, in_features}), need_col ? &col : nullptr));
+    };
+    if (kept) {  // a as the forward rounded it, and the map's statistics: nothing made again
+      if (need_weight)
+        grads_from(detail::weight_product(g2, kept->input, need_col ? &col : nullptr));
+      if (need_input) {
+        const std::vector<Tensor> dmap = m.grads(xs, kept->state, input_grad(), need_map);
+        for (size_t i = 0; i < n_map; ++i) grads[i] = dmap[i];
+      }
+      return grads;
+    }
     if (has_map && m.values_and_grads && need_weight && need_input) {
       Tensor a;  // the map's values, made by the pass that makes its gradient
       const std::vector<Tensor> dmap = m.values_and_grads(xs, input_grad(), need_map, a);
@@ -243,6 +276,7 @@ Tensor layer_norm_linear(const Tensor& x, const Tensor& norm_weight, const Tenso
                 const std::vector<bool>& need) {
     return detail::layer_norm_grads(x, nw, state.stats, da, need[0], need[1], need[2]);
   };
+  m.grads_from_forward_state = true;
   return fused_linear("layer_norm_linear", "x", x, &m, weight, bias, Tensor());
 }
 
@@ -256,6 +290,7 @@ Tensor affine_linear(const Tensor& x, const Tensor& scale, const Tensor& shift,
   m.grads = [=](const Tensor& x, const MapState&, const Tensor& da, const std::vector<bool>& need) {
     return detail::channel_affine_grads(x, sc, da, need[0], need[1], need[2]);
   };
+  m.grads_from_forward_state = true;
   return fused_linear("affine_linear", "x", x, &m, weight, bias, Tensor());
 }
 

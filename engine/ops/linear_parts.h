@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "engine/core/tensor.h"
+#include "engine/kernels/blas.h"
 #include "engine/kernels/made_rows.h"
 
 namespace vg::detail {
@@ -21,8 +22,13 @@ LinearPlan plan_linear(const char* op, const char* input, const Tensor& x, const
                        const Tensor& bias);
 
 // y = x W^T + b as planned (the bias written first, the product added to it), with its FLOPs.
-Tensor linear_values(const Tensor& x, const Tensor& weight, const Tensor& bias,
-                     const LinearPlan& p);
+// With `kept_input`, in bf16 mode on float tensors (keeps_bf16_input()), also x rounded to bf16
+// as the product packs it, for weight_product below.
+Tensor linear_values(const Tensor& x, const Tensor& weight, const Tensor& bias, const LinearPlan& p,
+                     Bf16Rows* kept_input = nullptr);
+
+// Whether a linear on x can keep its input in bf16 for dW: bf16 mode and float x.
+bool keeps_bf16_input(const Tensor& x);
 
 // The same for float rows made on demand (kernels/made_rows.h), never stored where the
 // products make them a block at a time: a convolution's columns.
@@ -33,6 +39,9 @@ Tensor linear_values_made(const MadeRows& x, const Tensor& weight, const Tensor&
 // with `col`, also sum(dy, {0}) into it with the `sum` op's bits, taken in the same pass over dy
 // where the products pack it (kernels/blas.h gemm_tn_sums).
 Tensor weight_product(const Tensor& dy, const Tensor& a, Tensor* col);
+// The same with a kept in bf16 (linear_values' kept_input), with the bits of the product on
+// the float a it was rounded from.
+Tensor weight_product(const Tensor& dy, const Bf16Rows& a, Tensor* col);
 
 // {x, weight, bias}, or {x, weight} without a bias: the inputs `linear` records.
 std::vector<Tensor> linear_inputs(const Tensor& x, const Tensor& weight, const Tensor& bias);

@@ -202,16 +202,26 @@ LinearPlan plan_linear(const char* op, const char* input, const Tensor& x, const
 }
 
 // y = x W^T + b as planned, with its FLOPs.
-Tensor linear_values(const Tensor& x, const Tensor& weight, const Tensor& bias,
-                     const LinearPlan& p) {
+bool keeps_bf16_input(const Tensor& x) {
+  return products_keep_bf16() && x.dtype() == DType::f32;
+}
+
+Tensor linear_values(const Tensor& x, const Tensor& weight, const Tensor& bias, const LinearPlan& p,
+                     Bf16Rows* kept_input) {
   const bool has_bias = bias.defined();
   const int64_t rows = p.rows, in_features = p.in_features, out_features = p.out_features;
   Tensor out = Tensor::empty(p.out_shape, x.dtype());
-  dispatch(x.dtype(), [&](auto z) {
-    using T = decltype(z);
-    gemm_bias(rows, out_features, in_features, x.data<T>(), weight.data<T>(),
-              has_bias ? bias.data<T>() : nullptr, out.data<T>());
-  });
+  if (kept_input) {
+    check(keeps_bf16_input(x), "linear: a bf16 copy of x kept outside bf16 mode");
+    gemm_bias_keeping_a(rows, out_features, in_features, x.data<float>(), weight.data<float>(),
+                        has_bias ? bias.data<float>() : nullptr, out.data<float>(), *kept_input);
+  } else {
+    dispatch(x.dtype(), [&](auto z) {
+      using T = decltype(z);
+      gemm_bias(rows, out_features, in_features, x.data<T>(), weight.data<T>(),
+                has_bias ? bias.data<T>() : nullptr, out.data<T>());
+    });
+  }
   add_flops(2.0 * double(rows) * in_features * out_features, /*is_matmul=*/true);
   if (has_bias) add_flops(double(rows) * out_features);
   return out;
@@ -239,6 +249,19 @@ Tensor weight_product(const Tensor& dy, const Tensor& a, Tensor* col) {
   });
   add_flops(2.0 * double(rows) * in_features * out_features, /*is_matmul=*/true);
   add_flops(double(dy.numel()));
+  return product;
+}
+
+Tensor weight_product(const Tensor& dy, const Bf16Rows& a, Tensor* col) {
+  const int64_t rows = dy.size(0), out_features = dy.size(1), in_features = a.cols;
+  check(dy.dtype() == DType::f32 && a.rows == rows, "linear: dy ", shape_str(dy.shape()),
+        " does not match the kept input's ", a.rows, " rows");
+  Tensor product = Tensor::empty({out_features, in_features}, dy.dtype());
+  Tensor sums = Tensor::empty({out_features}, dy.dtype());
+  gemm_tn_sums(out_features, dy.data<float>(), a, product.data<float>(), sums.data<float>());
+  if (col) *col = sums;
+  add_flops(2.0 * double(rows) * in_features * out_features, /*is_matmul=*/true);
+  if (col) add_flops(double(dy.numel()));
   return product;
 }
 

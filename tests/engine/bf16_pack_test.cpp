@@ -117,7 +117,7 @@ TEST_CASE("pack_b lays B's pairs of rows out as panels, the padding zero") {
   // 901 x 300: enough words that the pairs are split over the threads.
   for (const bool tb : {false, true})
     for (const int64_t k : {7, 40, 901})
-      for (const int64_t n : {16, 70, 96, 300}) {
+      for (const int64_t n : {16, 45, 70, 96, 300}) {
         CAPTURE(tb);
         CAPTURE(k);
         CAPTURE(n);
@@ -137,6 +137,16 @@ TEST_CASE("pack_b lays B's pairs of rows out as panels, the padding zero") {
                   p < pairs && col < n ? bf16_pair(op_b(2 * p, col), op_b(2 * p + 1, col)) : 0u;
               CHECK(out[(q * stride + p) * width + j] == expected);
             }
+        if (tb) continue;
+        // The same B kept as bf16 pairs along its rows (a linear's input, as its forward
+        // packed it), ld words apart: the same panels.
+        const int64_t ld = (n + 1) / 2 + 3;
+        std::vector<uint32_t> kept(size_t(k * ld), 5u), from_kept(out.size(), 7u);
+        for (int64_t r = 0; r < k; ++r)
+          for (int64_t p = 0; p < (n + 1) / 2; ++p)
+            kept[r * ld + p] = bf16_pair(op_b(r, 2 * p), 2 * p + 1 < n ? op_b(r, 2 * p + 1) : 0.0f);
+        detail::pack_kept_b(k, n, kept.data(), ld, width, stride, from_kept.data());
+        CHECK(from_kept == out);
       }
 }
 

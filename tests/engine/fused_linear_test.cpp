@@ -156,7 +156,8 @@ TEST_CASE("each fused linear equals its op-by-op graph in float32, at one and tw
 
 TEST_CASE("in bf16 mode each fused linear's output has the op-by-op graph's bits") {
   // Every product of both graphs reads bf16 operands; the fused ones make their maps' values
-  // again in backward. The same bits and forward FLOPs; unscaled gradients keep the bits too.
+  // again in backward, or keep them from the forward as bf16 (LayerNorm's, an affine's). The
+  // same bits and forward FLOPs; unscaled gradients keep the bits too.
   if (bf16_hardware() == Bf16Hardware::none) {
     MESSAGE("skipped: this CPU has no AVX512-BF16");
     return;
@@ -274,6 +275,34 @@ TEST_CASE("layer_norm_linear keeps x for backward, never the normalised x") {
   CHECK(fused < x_bytes);
   CHECK(reference >= x_bytes);
   CHECK(unfolded - scaled >= 32 * 64 * 4);
+}
+
+TEST_CASE("in bf16 mode layer_norm_linear keeps the normalised x as bf16, half its bytes") {
+  // dW's product reads the normalised x rounded to bf16: kept from the forward (with the
+  // statistics), backward makes nothing again. x is 64 KiB, its bf16 copy 32 KiB.
+  if (bf16_hardware() == Bf16Hardware::none) {
+    MESSAGE("skipped: this CPU has no AVX512-BF16");
+    return;
+  }
+  const MatmulPrecisionGuard amp(MatmulPrecision::bf16);
+  Rng rng(93);
+  Tensor x = randn({64, 256}, rng).set_requires_grad();
+  Tensor w = randn({32, 256}, rng).set_requires_grad(), frozen = w.detach();
+  const int64_t x_bytes = x.numel() * 4, out_bytes = 64 * 32 * 4;
+  auto held_by = [&](auto make) {
+    const int64_t before = memory_stats().bytes_in_use;
+    Tensor y = make();
+    return memory_stats().bytes_in_use - before - out_bytes;
+  };
+  const int64_t trained =
+      held_by([&] { return layer_norm_linear(x, Tensor(), Tensor(), 1e-6, w); });
+  // A frozen weight needs no dW: nothing is kept.
+  const int64_t no_dw =
+      held_by([&] { return layer_norm_linear(x, Tensor(), Tensor(), 1e-6, frozen); });
+  INFO("bytes held besides the output: ", trained, ", with a frozen weight ", no_dw);
+  CHECK(trained >= x_bytes / 2);
+  CHECK(trained < x_bytes);
+  CHECK(no_dw < x_bytes / 2);
 }
 
 TEST_CASE("the fused linears reject misshaped or mistyped operands with the op's name") {

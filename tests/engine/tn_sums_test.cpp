@@ -10,6 +10,7 @@
 #include "engine/core/parallel.h"
 #include "engine/core/rng.h"
 #include "engine/kernels/axis_sums.h"
+#include "engine/kernels/bf16.h"
 #include "engine/kernels/bf16_gemm.h"
 #include "engine/kernels/blas.h"
 #include "engine/kernels/matmul_precision.h"
@@ -58,6 +59,13 @@ std::vector<float> sum_op_columns(const std::vector<float>& a, const Shape3& s) 
   return std::vector<float>(col.data<float>(), col.data<float>() + s.m);
 }
 
+// Every kind of bf16 tiles this CPU can run.
+std::vector<Bf16Tiles> runnable_tiles() {
+  std::vector<Bf16Tiles> kinds{Bf16Tiles::avx512_bf16, Bf16Tiles::amx_model, Bf16Tiles::fma};
+  if (bf16_hardware() == Bf16Hardware::amx) kinds.push_back(Bf16Tiles::amx);
+  return kinds;
+}
+
 }  // namespace
 
 TEST_CASE("a bf16 weight gradient with its column sums has the product's and sum's bits") {
@@ -65,8 +73,7 @@ TEST_CASE("a bf16 weight gradient with its column sums has the product's and sum
     MESSAGE("skipped: this CPU has no AVX512-BF16");
     return;
   }
-  std::vector<Bf16Tiles> kinds{Bf16Tiles::avx512_bf16, Bf16Tiles::amx_model, Bf16Tiles::fma};
-  if (bf16_hardware() == Bf16Hardware::amx) kinds.push_back(Bf16Tiles::amx);
+  const std::vector<Bf16Tiles> kinds = runnable_tiles();
   const int threads = num_threads();
   for (const Shape3 s : kShapes) {
     const std::vector<float> a = columns_to_sum(s.k, s.m, 1), b = columns_to_sum(s.k, s.n, 2);
@@ -79,6 +86,53 @@ TEST_CASE("a bf16 weight gradient with its column sums has the product's and sum
         gemm_bf16(true, false, s.m, s.n, s.k, 1.0f, a.data(), s.m, b.data(), s.n, 0.0f, want.data(),
                   s.n, nullptr, tiles);
         gemm_bf16_tn_sums(s.m, s.n, s.k, a.data(), b.data(), c.data(), sums.data(), tiles);
+        CHECK(same_bits(c, want));
+        CHECK(same_bits(sums, want_sums));
+      }
+  }
+  set_num_threads(threads);
+}
+
+// A linear's forward keeps its input X (k x n) as the product rounded it; its weight gradient
+// dY^T X then reads those words instead of the floats: the same bits, for every kind of tiles.
+TEST_CASE("a bf16 input kept by the forward gives its weight gradient the floats' bits") {
+  if (bf16_hardware() == Bf16Hardware::none) {
+    MESSAGE("skipped: this CPU has no AVX512-BF16");
+    return;
+  }
+  const std::vector<Bf16Tiles> kinds = runnable_tiles();
+  const int threads = num_threads();
+  Rng rng(4);
+  for (const Shape3 s : kShapes) {
+    const std::vector<float> dy = columns_to_sum(s.k, s.m, 1), x = columns_to_sum(s.k, s.n, 2);
+    const int64_t out = 20;  // the forward: Y (k x out) = X W^T + bias
+    std::vector<float> w(static_cast<size_t>(out * s.n)), bias(static_cast<size_t>(out));
+    for (float& e : w) e = float(rng.normal());
+    for (float& e : bias) e = float(rng.normal());
+    for (const Bf16Tiles tiles : kinds)
+      for (int t : {1, 2}) {
+        INFO("m ", s.m, " n ", s.n, " k ", s.k, ", tiles ", int(tiles), ", threads ", t);
+        set_num_threads(t);
+        std::vector<float> y(s.k * out, -1.0f), y_kept(s.k * out, -2.0f);
+        gemm_bf16(false, true, s.k, out, s.n, 1.0f, x.data(), s.n, w.data(), s.n, 0.0f, y.data(),
+                  out, bias.data(), tiles);
+        Bf16Rows kept;
+        gemm_bf16_keeping_a(s.k, out, s.n, x.data(), w.data(), bias.data(), y_kept.data(), kept,
+                            tiles);
+        CHECK(same_bits(y_kept, y));
+        REQUIRE((kept.rows == s.k && kept.cols == s.n));
+        int64_t wrong_words = 0;
+        for (int64_t r = 0; r < s.k; ++r)
+          for (int64_t p = 0; p < kept.pairs(); ++p) {
+            const float* row = x.data() + r * s.n;
+            wrong_words += kept.words()[r * kept.pairs() + p] !=
+                           bf16_pair(row[2 * p], 2 * p + 1 < s.n ? row[2 * p + 1] : 0.0f);
+          }
+        CHECK(wrong_words == 0);
+        std::vector<float> want(s.m * s.n, -3.0f), c(s.m * s.n, -4.0f);
+        std::vector<float> want_sums(s.m, -5.0f), sums(s.m, -6.0f);
+        gemm_bf16_tn_sums(s.m, s.n, s.k, dy.data(), x.data(), want.data(), want_sums.data(), tiles);
+        gemm_bf16_tn_sums(s.m, dy.data(), kept, c.data(), sums.data(), tiles);
         CHECK(same_bits(c, want));
         CHECK(same_bits(sums, want_sums));
       }
