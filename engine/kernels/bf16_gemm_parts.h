@@ -77,7 +77,7 @@ void pack_b(bool tb, int64_t k, int64_t n, const float* b, int64_t ldb, int64_t 
             int64_t stride, uint32_t* out);
 
 // pack_b(false, ...) for a B of k x n values kept in bf16 (engine/kernels/bf16_gemm.h
-// Bf16Rows): row r's pairs at words[r * ld ...], on the calling thread.
+// Bf16Rows): row r's pairs at words[r * ld ...].
 void pack_kept_b(int64_t k, int64_t n, const uint32_t* words, int64_t ld, int64_t width,
                  int64_t stride, uint32_t* out);
 

@@ -64,27 +64,33 @@ void pairs_to_rows(const uint32_t* by_pairs, int64_t pairs, int64_t rows, uint32
   std::fill(out + rows * stride, out + padded_rows * stride, 0u);
 }
 
-// Pair p of B's rows 2p and 2p + 1 into row p of every panel: B (k x n, not transposed) is
-// read row after row, in the order it lies in memory. (Panel after panel, each pass read a
-// strip of two cache lines from every row, which the prefetchers follow poorly: packing a
-// chunk of B 768 columns wide took about as long as the tiles' arithmetic on it.)
-void panels_of_row_pairs(int64_t k, int64_t n, const float* b, int64_t ldb, int64_t width,
-                         int64_t stride, uint32_t* out) {
+// Pair p of B's rows 2p and 2p + 1 into row p of every panel, for B (k x n, not transposed)
+// read row after row, in the order it lies in memory: `pack(p, j0, cols, to)` writes the pairs
+// of columns [j0, j0 + cols) of rows 2p and 2p + 1 into `to`. (Panel after panel, each pass
+// read a strip of two cache lines from every row, which the prefetchers follow poorly: packing
+// a chunk of B 768 columns wide took about as long as the tiles' arithmetic on it.)
+template <class PackColumns>
+void panels_by_row_pairs(int64_t k, int64_t n, int64_t width, int64_t stride, uint32_t* out,
+                         PackColumns pack) {
   const int64_t pairs = (k + 1) / 2, panels = (n + width - 1) / width;
   // Split only where each thread gets 2^16 words or more: a layer's weights (576 x 192) stay
   // on the calling thread, as they did when each panel was packed apart.
   const int64_t grain = std::max<int64_t>(1, 65536 / std::max<int64_t>(n, 1));
   parallel_for(pairs, grain, [&](int64_t p0, int64_t p1) {
-    for (int64_t p = p0; p < p1; ++p) {
-      const float* first = b + 2 * p * ldb;
-      const float* second = 2 * p + 1 < k ? first + ldb : nullptr;
-      for (int64_t q = 0; q < panels; ++q) {
-        const int64_t j0 = q * width;
-        bf16_pairs_of_rows(first + j0, second ? second + j0 : nullptr, std::min(width, n - j0),
-                           out + (q * stride + p) * width);
-      }
-    }
+    for (int64_t p = p0; p < p1; ++p)
+      for (int64_t q = 0; q < panels; ++q)
+        pack(p, q * width, std::min(width, n - q * width), out + (q * stride + p) * width);
   });
+}
+
+// B's floats, rounded as they are packed.
+void panels_of_row_pairs(int64_t k, int64_t n, const float* b, int64_t ldb, int64_t width,
+                         int64_t stride, uint32_t* out) {
+  panels_by_row_pairs(k, n, width, stride, out,
+                      [&](int64_t p, int64_t j0, int64_t cols, uint32_t* to) {
+                        const float* first = b + 2 * p * ldb + j0;
+                        bf16_pairs_of_rows(first, 2 * p + 1 < k ? first + ldb : nullptr, cols, to);
+                      });
 }
 
 // The same for op(B) = B^T (B n x k): column j of op(B) is row j of B, whose pairs are
@@ -130,20 +136,15 @@ void pack_b(bool tb, int64_t k, int64_t n, const float* b, int64_t ldb, int64_t 
   zero_panel_padding(k, n, width, stride, out);
 }
 
-// As panels_of_row_pairs, from rows whose values are bf16 already: half the bytes to read,
-// nothing to round. Panels start at even columns (width is even), so at whole words.
+// pack_b(false, ...) from rows whose values are bf16 already: half the bytes to read, nothing
+// to round. Panels start at even columns (width is even), so at whole words.
 void pack_kept_b(int64_t k, int64_t n, const uint32_t* words, int64_t ld, int64_t width,
                  int64_t stride, uint32_t* out) {
-  const int64_t pairs = (k + 1) / 2, panels = (n + width - 1) / width;
-  for (int64_t p = 0; p < pairs; ++p) {
-    const uint32_t* first = words + 2 * p * ld;
-    const uint32_t* second = 2 * p + 1 < k ? first + ld : nullptr;
-    for (int64_t q = 0; q < panels; ++q) {
-      const int64_t j0 = q * width;
-      bf16_pairs_of_kept_rows(first + j0 / 2, second ? second + j0 / 2 : nullptr,
-                              std::min(width, n - j0), out + (q * stride + p) * width);
-    }
-  }
+  panels_by_row_pairs(
+      k, n, width, stride, out, [&](int64_t p, int64_t j0, int64_t cols, uint32_t* to) {
+        const uint32_t* first = words + 2 * p * ld + j0 / 2;
+        bf16_pairs_of_kept_rows(first, 2 * p + 1 < k ? first + ld : nullptr, cols, to);
+      });
   zero_panel_padding(k, n, width, stride, out);
 }
 

@@ -201,11 +201,11 @@ LinearPlan plan_linear(const char* op, const char* input, const Tensor& x, const
   return p;
 }
 
-// y = x W^T + b as planned, with its FLOPs.
 bool keeps_bf16_input(const Tensor& x) {
   return products_keep_bf16() && x.dtype() == DType::f32;
 }
 
+// y = x W^T + b as planned, with its FLOPs.
 Tensor linear_values(const Tensor& x, const Tensor& weight, const Tensor& bias, const LinearPlan& p,
                      Bf16Rows* kept_input) {
   const bool has_bias = bias.defined();
@@ -237,32 +237,41 @@ Tensor linear_values_made(const MadeRows& x, const Tensor& weight, const Tensor&
   return out;
 }
 
-Tensor weight_product(const Tensor& dy, const Tensor& a, Tensor* col) {
-  if (!col) return matmul(dy, a, true, false);
-  const int64_t rows = dy.size(0), out_features = dy.size(1), in_features = a.size(1);
+namespace {
+
+// dy^T a (out, in) and sum(dy, {0}) into `col`, both made by `fill(product, col)`, with their
+// FLOPs: the weight gradient of either kind of kept input.
+template <class Fill>
+Tensor product_and_column_sums(const Tensor& dy, int64_t in_features, Tensor& col, Fill fill) {
+  const int64_t rows = dy.size(0), out_features = dy.size(1);
   Tensor product = Tensor::empty({out_features, in_features}, dy.dtype());
-  *col = Tensor::empty({out_features}, dy.dtype());
-  dispatch(dy.dtype(), [&](auto z) {
-    using T = decltype(z);
-    gemm_tn_sums(out_features, in_features, rows, dy.data<T>(), a.data<T>(), product.data<T>(),
-                 col->data<T>());
-  });
+  col = Tensor::empty({out_features}, dy.dtype());
+  fill(product, col);
   add_flops(2.0 * double(rows) * in_features * out_features, /*is_matmul=*/true);
   add_flops(double(dy.numel()));
   return product;
 }
 
+}  // namespace
+
+Tensor weight_product(const Tensor& dy, const Tensor& a, Tensor* col) {
+  if (!col) return matmul(dy, a, true, false);
+  return product_and_column_sums(dy, a.size(1), *col, [&](Tensor& product, Tensor& sums) {
+    dispatch(dy.dtype(), [&](auto z) {
+      using T = decltype(z);
+      gemm_tn_sums(product.size(0), product.size(1), dy.size(0), dy.data<T>(), a.data<T>(),
+                   product.data<T>(), sums.data<T>());
+    });
+  });
+}
+
 Tensor weight_product(const Tensor& dy, const Bf16Rows& a, Tensor* col) {
-  const int64_t rows = dy.size(0), out_features = dy.size(1), in_features = a.cols;
-  check(dy.dtype() == DType::f32 && a.rows == rows, "linear: dy ", shape_str(dy.shape()),
+  check(dy.dtype() == DType::f32 && a.rows == dy.size(0), "linear: dy ", shape_str(dy.shape()),
         " does not match the kept input's ", a.rows, " rows");
-  Tensor product = Tensor::empty({out_features, in_features}, dy.dtype());
-  Tensor sums = Tensor::empty({out_features}, dy.dtype());
-  gemm_tn_sums(out_features, dy.data<float>(), a, product.data<float>(), sums.data<float>());
-  if (col) *col = sums;
-  add_flops(2.0 * double(rows) * in_features * out_features, /*is_matmul=*/true);
-  if (col) add_flops(double(dy.numel()));
-  return product;
+  Tensor sums;  // the products take them with dY's packing, wanted or not
+  return product_and_column_sums(dy, a.cols, col ? *col : sums, [&](Tensor& product, Tensor& s) {
+    gemm_tn_sums(product.size(0), dy.data<float>(), a, product.data<float>(), s.data<float>());
+  });
 }
 
 std::vector<Tensor> linear_inputs(const Tensor& x, const Tensor& weight, const Tensor& bias) {
