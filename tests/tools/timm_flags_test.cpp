@@ -3,14 +3,17 @@
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "engine/core/error.h"
+#include "engine/kernels/matmul_precision.h"
 #include "tests/tools/cli_helpers.h"
 #include "tools/model_names.h"
 
 using namespace vg;
 using namespace vg::testing;
 using nlohmann::json;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -22,13 +25,50 @@ const std::string kReference =
     "--amp --amp-dtype bfloat16 --torchcompile inductor --epoch-factor 0.8 --epoch-threshold 0.5 "
     "--train-feature-decay 0.1 --attn-extra-loss 0.03 --attn-extra-loss-layers 6";
 
+const std::string kAmpFlags = " --amp --amp-dtype bfloat16";
+
+bool have_bf16() {
+  return bf16_hardware() != Bf16Hardware::none;
+}
+
+// The reference command with `flags` in place of its --amp flags.
+std::string reference_with(const std::string& flags) {
+  std::string command = kReference;
+  const auto at = command.find(kAmpFlags);
+  REQUIRE(at != std::string::npos);
+  return command.replace(at, kAmpFlags.size(), flags);
+}
+
+// The lines of `err` that are not warnings (the reference's ignored flags warn).
+int count_errors(const std::string& err) {
+  int errors = 0;
+  std::istringstream lines(err);
+  for (std::string line; std::getline(lines, line);)
+    errors += line.find(": warning: ") == std::string::npos;
+  return errors;
+}
+
+// A CPU without bf16 units refuses timm's --amp with the one line of `--amp bf16`, and starts
+// no run folder.
+void check_refused_without_bf16_units(const std::string& train_args, const fs::path& out) {
+  const CommandResult r =
+      vitgrad("train " + train_args + " --out " + out.string(), "VITGRAD_BF16_UNITS=none");
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(count_errors(r.err) == 1);
+  CHECK(r.err.find("neither AVX512-BF16 nor AMX-BF16") != std::string::npos);
+  CHECK(!fs::exists(out));
+}
+
 }  // namespace
 
 TEST_CASE("the reference training command runs as written, on data, image size and a step limit") {
   const auto dir = fresh_dir("reference_command");
-  const CommandResult r =
-      vitgrad("train " + kReference + " --data synthetic --synthetic-size 10 --img-size 32 " +
-              "--max-steps 1 --out " + (dir / "run").string());
+  const std::string limits = " --data synthetic --synthetic-size 10 --img-size 32 --max-steps 1";
+  check_refused_without_bf16_units(kReference + limits, dir / "refused");
+  // Where the CPU has no bf16 units, the rest of the command runs without its --amp flags.
+  const std::string command = have_bf16() ? kReference : reference_with("");
+  const CommandResult r = vitgrad("train " + command + limits + " --out " + (dir / "run").string());
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(r.err.find("warning: --workers means nothing here") != std::string::npos);
@@ -62,17 +102,22 @@ TEST_CASE("the reference training command runs as written, on data, image size a
   CHECK(t["feature_decay"].get<double>() == doctest::Approx(0.01));
   CHECK(t["attn_extra_loss"].get<double>() == doctest::Approx(0.003));
   CHECK(t["attn_extra_loss_layers"] == 6);
-  CHECK(t["amp"] == "bf16");  // timm's --amp switch
+  CHECK(t["amp"] == (have_bf16() ? "bf16" : "fp32"));  // timm's --amp switch, where it can run
   std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("timm's --amp switch alone means --amp bf16; --amp-dtype float16 is one clear error") {
   const auto dir = fresh_dir("amp_switch");
-  const CommandResult r = vitgrad("train --data synthetic --synthetic-size 20 --depth 1 --dim 16 "
-                                  "--heads 2 --steps 1 --out " + (dir / "run").string() + " --amp");
-  INFO(r.err);
-  REQUIRE(r.exit_code == 0);
-  CHECK(json::parse(read_text(dir / "run" / "config.json"))["train"]["amp"] == "bf16");
+  const std::string tiny =
+      "--data synthetic --synthetic-size 20 --depth 1 --dim 16 --heads 2 "
+      "--steps 1 --amp";
+  check_refused_without_bf16_units(tiny, dir / "refused");
+  if (have_bf16()) {
+    const CommandResult r = vitgrad("train " + tiny + " --out " + (dir / "run").string());
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(json::parse(read_text(dir / "run" / "config.json"))["train"]["amp"] == "bf16");
+  }
   const CommandResult fp16 = vitgrad("train --data synthetic --steps 1 --amp --amp-dtype float16");
   CHECK(fp16.exit_code == 2);
   CHECK(fp16.err ==
