@@ -179,6 +179,7 @@ int run_bench(const std::vector<std::string>& argv) {
                                 {"threads", num_threads()},
                                 {"batch", batch},
                                 {"blas_core", core},
+                                {"float_tiles", float_tiles_name()},
                                 {"omp_wait_policy", env_or_unset("OMP_WAIT_POLICY")},
                                 {"gomp_spincount", env_or_unset("GOMP_SPINCOUNT")}}
                      .dump()
@@ -200,7 +201,8 @@ int run_bench(const std::vector<std::string>& argv) {
                 << "; a 1024^3 sgemm: " << sgemm << " GFLOP/s\n";
     std::cout << "peak RSS: " << rss << " MB\n"
               << "heap allocations per step: " << allocs << "\n"
-              << "threads: " << num_threads() << "  OpenBLAS kernels: " << core
+              << "threads: " << num_threads() << "  float products: " << float_tiles_name()
+              << "  OpenBLAS kernels: " << core
               << "  OMP_WAIT_POLICY: " << env_or_unset("OMP_WAIT_POLICY")
               << "  GOMP_SPINCOUNT: " << env_or_unset("GOMP_SPINCOUNT") << "\n";
   }

@@ -240,7 +240,7 @@ def main():
               f"PyTorch {describe(torch_env)}\n")
         if amps == ["fp32"]:
             print("| config | PyTorch img/s | vitgrad img/s | ratio | PyTorch RSS MB | "
-                  "vitgrad RSS MB | RSS ratio | vitgrad matmul GFLOP/s | sgemm GFLOP/s | vitgrad kernels |")
+                  "vitgrad RSS MB | RSS ratio | vitgrad matmul GFLOP/s | sgemm GFLOP/s | vitgrad kernels (own + OpenBLAS) |")
             print("|---|---|---|---|---|---|---|---|---|---|")
         else:
             print("| config | PyTorch fp32 | PyTorch bf16 autocast | vitgrad fp32 | vitgrad bf16 | "
@@ -271,7 +271,8 @@ def main():
                 v_rss, t_rss = v["peak_rss_mb"], t["peak_rss_mb"]
                 print(f"| {label} | {t['images_per_s']:.0f} | {v['images_per_s']:.0f} | "
                       f"{v['images_per_s'] / t['images_per_s']:.2f}x | {t_rss:.0f} | {v_rss:.0f} | "
-                      f"{v_rss / t_rss:.2f} | {v['gflops']:.0f} | {v['sgemm_gflops']:.0f} | {v['blas_core']} |",
+                      f"{v_rss / t_rss:.2f} | {v['gflops']:.0f} | {v['sgemm_gflops']:.0f} | "
+                      f"{v['float_tiles']} + {v['blas_core']} |",
                       flush=True)
                 continue
             ips = {key: r["images_per_s"] for key, r in best.items()}

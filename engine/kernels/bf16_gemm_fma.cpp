@@ -4,7 +4,7 @@
 // two operands rounded to bf16 adds exactly the product a bf16 unit would, and a chain of fmas
 // is a product of bf16 operands with float sums: the meaning of --amp bf16. The operands are
 // rounded into float scratch and multiplied by the fp32 kernel's small-product loops
-// (engine/kernels/gemm_avx512.h): one fma chain per element of C over each chunk of 256 terms.
+// (engine/kernels/gemm_simd.h): one fma chain per element of C over each chunk of 256 terms.
 // One difference from the bf16 units, which read a subnormal bf16 as zero: fmas keep it, so
 // this route is the closer of the two to the exact product of the rounded operands.
 //
@@ -15,7 +15,7 @@
 // ran it in 6.4 + 7.0 us (fp32 5.6 + 5.3 in the same run).
 #include "engine/kernels/bf16.h"
 #include "engine/kernels/bf16_gemm_parts.h"
-#include "engine/kernels/gemm_avx512.h"
+#include "engine/kernels/gemm_simd.h"
 
 namespace vg::detail {
 
@@ -35,8 +35,9 @@ void bf16_product_fma(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float a
     bf16_round_rows(a, lda, ta ? k : m, ta ? m : k, a_rounded.data(), ta ? m : k);
   }
   bf16_round_rows(b, ldb, tb ? n : k, tb ? k : n, b_rounded.data(), tb ? k : n);
-  small_product_avx512(a_transposed, tb, m, n, k, alpha, a_rounded.data(), a_transposed ? m : k,
-                       b_rounded.data(), tb ? k : n, beta, c, ldc, start);
+  avx512_products().small_product(a_transposed, tb, m, n, k, alpha, a_rounded.data(),
+                                  a_transposed ? m : k, b_rounded.data(), tb ? k : n, beta, c, ldc,
+                                  start);
 }
 
 }  // namespace vg::detail

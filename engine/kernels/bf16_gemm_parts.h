@@ -97,7 +97,7 @@ void bf16_rows_amx_model(const Bf16Operands& ops, int64_t i0, int64_t i1, int64_
                          int64_t ldc);
 
 // Row-major C (m x n) = alpha * (start + op(A) op(B)) + beta * C, start optional, with op(A)
-// and op(B) rounded to bf16 and the products summed by float fmas (engine/kernels/gemm_avx512.h):
+// and op(B) rounded to bf16 and the products summed by float fmas (engine/kernels/gemm_simd.h):
 // Bf16Tiles::fma, on the calling thread. Needs AVX-512 (every CPU with bf16 units has it).
 void bf16_product_fma(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                       const float* a, int64_t lda, const float* b, int64_t ldb, float beta,

@@ -14,7 +14,7 @@
 #include "engine/core/parallel.h"
 #include "engine/kernels/axis_sums.h"
 #include "engine/kernels/bf16_gemm.h"
-#include "engine/kernels/gemm_avx512.h"
+#include "engine/kernels/gemm_simd.h"
 #include "engine/kernels/matmul_precision.h"
 
 extern "C" char* openblas_get_corename(void);
@@ -108,7 +108,7 @@ void gemm_impl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const
     return;
   }
   if constexpr (std::is_same_v<T, float>)
-    if (detail::gemm_avx512(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) return;
+    if (detail::gemm_simd(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) return;
   single_threaded_blas();
   if (k >= kDeepRatio * std::max(m, n)) {
     gemm_split_k(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
@@ -146,8 +146,7 @@ void gemm_bias_impl(int64_t m, int64_t n, int64_t k, const T* a, const T* b, con
     if (matmul_precision() == MatmulPrecision::bf16)
       return gemm_bf16(false, true, m, n, k, 1.0f, a, k, b, k, 0.0f, c, n, bias);
   if constexpr (std::is_same_v<T, float>)
-    if (bias && detail::gemm_avx512(false, true, m, n, k, 1.0f, a, k, b, k, 0.0f, c, n, bias))
-      return;
+    if (bias && detail::gemm_simd(false, true, m, n, k, 1.0f, a, k, b, k, 0.0f, c, n, bias)) return;
   if (bias)
     parallel_for(m, std::max<int64_t>(1, 16384 / std::max<int64_t>(n, 1)),
                  [&](int64_t r0, int64_t r1) {
@@ -182,7 +181,7 @@ void gemm_small(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, 
                 int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   if (matmul_precision() == MatmulPrecision::bf16)
     return gemm_bf16(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  if (detail::gemm_avx512_small(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) return;
+  if (detail::gemm_simd_small(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) return;
   gemm_impl(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
@@ -194,7 +193,7 @@ void gemm_small(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
 void gemm_tn_sums(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c,
                   float* sums) {
   if (matmul_precision() == MatmulPrecision::bf16) return gemm_bf16_tn_sums(m, n, k, a, b, c, sums);
-  if (detail::gemm_avx512_tn_sums(m, n, k, a, b, c, sums)) return;
+  if (detail::gemm_simd_tn_sums(m, n, k, a, b, c, sums)) return;
   gemm(true, false, m, n, k, 1.0f, a, m, b, n, 0.0f, c, n);
   kernels::sum_middle_axis(a, sums, 1, k, m);
 }
@@ -231,6 +230,10 @@ void gemm_bias_made(const MadeRows& a, int64_t n, const float* b, const float* b
 void gemm_tn_made(int64_t m, const float* a, const MadeRows& b, float* c) {
   if (products_make_rows()) return gemm_bf16_made_b(m, a, m, b, c, b.cols);
   gemm(true, false, m, b.cols, b.rows, 1.0f, a, m, made_whole(b).data(), b.cols, 0.0f, c, b.cols);
+}
+
+const char* float_tiles_name() {
+  return detail::float_tiles_name(detail::float_tiles());
 }
 
 const char* blas_core_name() {

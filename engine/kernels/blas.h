@@ -7,8 +7,8 @@
 // attention head per task) it runs the product on the calling thread.
 //
 // Float products with many rows and a short k (a linear layer over every token of a batch)
-// go to an AVX-512 kernel of the engine's own instead (engine/kernels/gemm_avx512.h), where the CPU
-// has AVX-512 and VITGRAD_GEMM is not "blas". In bf16 mode (engine/kernels/matmul_precision.h)
+// go to the engine's own tiles instead (engine/kernels/gemm_simd.h), AVX-512 or AVX2 ones as
+// the CPU has them, unless VITGRAD_GEMM is "blas". In bf16 mode (engine/kernels/matmul_precision.h)
 // every float product goes to engine/kernels/bf16_gemm.h instead.
 #pragma once
 
@@ -28,16 +28,16 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const
           int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc);
 
 // The same product for a matrix small enough that one thread computes it whole, such as
-// one attention head's: float products go to the engine's kernel (engine/kernels/gemm_avx512.h)
+// one attention head's: float products go to the engine's tiles (engine/kernels/gemm_simd.h)
 // at any size, without the call overhead and packing of A that OpenBLAS spends on every
-// call; double, and float without AVX-512, as gemm().
+// call; double, and float without the tiles, as gemm().
 void gemm_small(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                 int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 void gemm_small(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
                 int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc);
 
 // Row-major C (m x n) = A (m x k) B^T + bias in every row, with B (n x k) and bias (n) or
-// null: a linear layer's forward. Where the AVX-512 kernel takes the product, the bias is
+// null: a linear layer's forward. Where the engine's tiles take the product, the bias is
 // where each sum starts; otherwise C is filled with the bias first and the product added
 // to it (beta = 1), one pass fewer than zeroing C and adding the bias afterwards.
 void gemm_bias(int64_t m, int64_t n, int64_t k, const float* a, const float* b, const float* bias,
@@ -77,6 +77,10 @@ void gemm_tn_sums(int64_t m, const float* a, const Bf16Rows& b, float* c, float*
 
 // The OpenBLAS kernel family in use, e.g. "Haswell" or "Cooperlake".
 const char* blas_core_name();
+// Whose float products the linear layers and attention heads run on: "AVX-512" or "AVX2"
+// (vitgrad's own tiles, engine/kernels/gemm_simd.h) or "OpenBLAS" (VITGRAD_GEMM=blas, or a
+// CPU with neither).
+const char* float_tiles_name();
 // True when `core` (an OPENBLAS_CORETYPE value) names kernels narrower than the CPU runs:
 // a family without AVX-512 on a CPU with AVX-512.
 bool blas_core_narrower_than_cpu(const char* core);

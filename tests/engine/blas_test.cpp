@@ -9,6 +9,7 @@
 
 #include "engine/core/parallel.h"
 #include "engine/core/rng.h"
+#include "tests/engine/float_tiles_helpers.h"
 
 using namespace vg;
 
@@ -90,74 +91,44 @@ TEST_CASE("gemm: wide products (cut into blocks of rows or columns) match the re
   check_products<double>(300, 70, 50, 1e-13);
 }
 
-// Float products with many rows and a short k take the AVX-512 kernel (engine/kernels/gemm_avx512.h)
-// where the CPU has it: tiles of 6 rows by 64 columns, so these cover a remainder of 1 to 5
-// rows, a last column vector of 1 to 15 lanes, one to four vectors across, and k at both of
+// Float products with many rows and a short k take vitgrad's own tiles (engine/kernels/gemm_simd.h)
+// where the CPU has them, here each kind in turn: 6 rows by 64 columns (AVX-512) or by 16
+// (AVX2), so these cover a remainder of 1 to 5 rows, a partly filled last column vector, one
+// to four vectors across, several panels, and k at both of
 // the kernel's bounds (8 and 768) and just outside them (7 and 769: OpenBLAS).
 TEST_CASE("gemm: many rows and a short k, at every edge of the kernel's tiles") {
-  check_products<float>(64, 16, 8, 1e-5);
-  check_products<float>(65, 17, 7, 1e-5);
-  check_products<float>(67, 33, 50, 1e-5);
-  check_products<float>(68, 49, 64, 1e-5);
-  check_products<float>(69, 63, 9, 1e-5);
-  check_products<float>(70, 64, 768, 1e-5);
-  check_products<float>(71, 130, 769, 1e-5);
-  check_products<float>(400, 200, 64, 1e-5);  // several row blocks and threads
-  // A transposed, k long (a weight gradient): k in chunks of 256, the last one short.
-  check_products<float>(16, 16, 256, 1e-5);
-  check_products<float>(15, 16, 256, 1e-5);  // too few rows: OpenBLAS
-  check_products<float>(31, 70, 700, 1e-5);
-}
-
-// The kernel's promise for A transposed (a weight gradient): each element of C is an fma
-// chain over each chunk of 256 terms of k, the chunks added in order, whichever of A and B it
-// packs (it computes C^T = B^T A when B is the wider). This plain loop makes the same chains,
-// so the bits must match exactly; (64, 256) is fc2's weight gradient in a dim-64 ViT.
-TEST_CASE("gemm: a weight gradient dY^T X has the bits of one fma chain per 256 terms of k") {
-  const char* choice = std::getenv("VITGRAD_GEMM");
-  if (!__builtin_cpu_supports("avx512f") || (choice && std::string(choice) == "blas")) return;
-  struct Shape3 {
-    int64_t m, n, k;
-  };
-  for (const Shape3 s : {Shape3{64, 256, 700}, Shape3{70, 64, 600}, Shape3{17, 130, 256}}) {
-    CAPTURE(s.m);
-    CAPTURE(s.n);
-    CAPTURE(s.k);
-    Rng rng(11);
-    const auto a = random_vector<float>(s.k * s.m, rng), b = random_vector<float>(s.k * s.n, rng);
-    std::vector<float> want(s.m * s.n);
-    for (int64_t i = 0; i < s.m; ++i)
-      for (int64_t j = 0; j < s.n; ++j) {
-        float c = 0;
-        for (int64_t p0 = 0; p0 < s.k; p0 += 256) {
-          float chain = 0;
-          for (int64_t p = p0; p < std::min(s.k, p0 + 256); ++p)
-            chain = std::fma(a[p * s.m + i], b[p * s.n + j], chain);
-          c = p0 == 0 ? chain : chain + c;
-        }
-        want[i * s.n + j] = c;
-      }
-    std::vector<float> got(s.m * s.n);
-    gemm(true, false, s.m, s.n, s.k, 1.0f, a.data(), s.m, b.data(), s.n, 0.0f, got.data(), s.n);
-    int64_t mismatches = 0;
-    for (int64_t i = 0; i < s.m * s.n; ++i) mismatches += got[i] != want[i];
-    CHECK(mismatches == 0);
-  }
+  testing::for_each_float_tiles([](detail::FloatTiles) {
+    check_products<float>(64, 16, 8, 1e-5);
+    check_products<float>(65, 17, 7, 1e-5);
+    check_products<float>(67, 33, 50, 1e-5);
+    check_products<float>(68, 49, 64, 1e-5);
+    check_products<float>(69, 63, 9, 1e-5);
+    check_products<float>(70, 64, 768, 1e-5);
+    check_products<float>(71, 130, 769, 1e-5);
+    check_products<float>(400, 200, 64, 1e-5);  // several row blocks and threads
+    // A transposed, k long (a weight gradient): k in chunks of 256, the last one short.
+    check_products<float>(16, 16, 256, 1e-5);
+    check_products<float>(15, 16, 256, 1e-5);  // too few rows: OpenBLAS
+    check_products<float>(31, 70, 700, 1e-5);
+  });
 }
 
 // gemm_small takes one attention head's products whole: (T, T, D), (T, D, T) and their
-// transposes. Its kernel reads B in place or transposes it in blocks of 16 x 16, so these
-// cover a single row, partial blocks in both directions (17, 33, 50, 65), one vector across
-// (tiles of up to 12 rows), several 64-wide panels, and k in chunks of 256 (300).
+// transposes. Its tiles read B in place or transpose it in blocks of 16 x 16 (AVX-512) or
+// 8 x 8 (AVX2), so these cover a single row, partial blocks in both directions (17, 33, 50,
+// 65), one vector across (tiles of up to 12 rows: d = 4, and 16 on AVX-512), several panels,
+// and k in chunks of 256 (300).
 TEST_CASE("gemm_small: one attention head's products at any size") {
-  for (int64_t t : {1, 17, 50, 65})
-    for (int64_t d : {16, 32, 64}) {
-      check_products<float>(t, t, d, 1e-5, true);
-      check_products<float>(t, d, t, 1e-5, true);
-    }
-  check_products<float>(33, 130, 20, 1e-5, true);
-  check_products<float>(13, 15, 300, 1e-5, true);
-  check_products<float>(40, 70, 300, 1e-5, true);
+  testing::for_each_float_tiles([](detail::FloatTiles) {
+    for (int64_t t : {1, 17, 50, 65})
+      for (int64_t d : {4, 16, 32, 64}) {
+        check_products<float>(t, t, d, 1e-5, true);
+        check_products<float>(t, d, t, 1e-5, true);
+      }
+    check_products<float>(33, 130, 20, 1e-5, true);
+    check_products<float>(13, 15, 300, 1e-5, true);
+    check_products<float>(40, 70, 300, 1e-5, true);
+  });
   check_products<double>(17, 32, 50, 1e-13, true);
 }
 
@@ -167,35 +138,38 @@ TEST_CASE("gemm_bias: a linear forward matches the reference at any thread count
   struct Shape3 {
     int64_t m, n, k;
   };
-  for (const Shape3 s :
-       {Shape3{70, 33, 50}, Shape3{400, 200, 64}, Shape3{5, 3, 4}, Shape3{66, 20, 0}})
-    for (bool with_bias : {true, false}) {
-      CAPTURE(s.m);
-      CAPTURE(s.n);
-      CAPTURE(s.k);
-      CAPTURE(with_bias);
-      Rng rng(9);
-      const auto a = random_vector<float>(s.m * s.k, rng), b = random_vector<float>(s.n * s.k, rng);
-      const auto bias = random_vector<float>(s.n, rng);
-      std::vector<float> ones(s.m * s.n);
-      for (int64_t i = 0; i < s.m; ++i)
-        for (int64_t j = 0; j < s.n; ++j) ones[i * s.n + j] = with_bias ? bias[j] : 0.0f;
-      const auto want = reference_gemm<float>(false, true, s.m, s.n, s.k, 1.0f, a, b, 1.0f, ones);
-      std::vector<std::vector<float>> got;
-      const int threads = num_threads();
-      for (int t : {1, 2}) {
-        set_num_threads(t);
-        std::vector<float> c(s.m * s.n, std::nanf(""));  // every element must be written
-        gemm_bias(s.m, s.n, s.k, a.data(), b.data(), with_bias ? bias.data() : nullptr, c.data());
-        got.push_back(c);
+  testing::for_each_float_tiles([](detail::FloatTiles) {
+    for (const Shape3 s :
+         {Shape3{70, 33, 50}, Shape3{400, 200, 64}, Shape3{5, 3, 4}, Shape3{66, 20, 0}})
+      for (bool with_bias : {true, false}) {
+        CAPTURE(s.m);
+        CAPTURE(s.n);
+        CAPTURE(s.k);
+        CAPTURE(with_bias);
+        Rng rng(9);
+        const auto a = random_vector<float>(s.m * s.k, rng),
+                   b = random_vector<float>(s.n * s.k, rng);
+        const auto bias = random_vector<float>(s.n, rng);
+        std::vector<float> ones(s.m * s.n);
+        for (int64_t i = 0; i < s.m; ++i)
+          for (int64_t j = 0; j < s.n; ++j) ones[i * s.n + j] = with_bias ? bias[j] : 0.0f;
+        const auto want = reference_gemm<float>(false, true, s.m, s.n, s.k, 1.0f, a, b, 1.0f, ones);
+        std::vector<std::vector<float>> got;
+        const int threads = num_threads();
+        for (int t : {1, 2}) {
+          set_num_threads(t);
+          std::vector<float> c(s.m * s.n, std::nanf(""));  // every element must be written
+          gemm_bias(s.m, s.n, s.k, a.data(), b.data(), with_bias ? bias.data() : nullptr, c.data());
+          got.push_back(c);
+        }
+        set_num_threads(threads);
+        double worst = 0;
+        for (int64_t i = 0; i < s.m * s.n; ++i) {
+          const double err = std::abs(double(got[0][i]) - double(want[i]));
+          worst = std::max(worst, std::isnan(err) ? INFINITY : err);  // an unwritten NaN fails
+        }
+        CHECK(worst < 1e-5 * std::sqrt(double(std::max<int64_t>(s.k, 1))) * 4);
+        CHECK(got[0] == got[1]);
       }
-      set_num_threads(threads);
-      double worst = 0;
-      for (int64_t i = 0; i < s.m * s.n; ++i) {
-        const double err = std::abs(double(got[0][i]) - double(want[i]));
-        worst = std::max(worst, std::isnan(err) ? INFINITY : err);  // an unwritten NaN fails
-      }
-      CHECK(worst < 1e-5 * std::sqrt(double(std::max<int64_t>(s.k, 1))) * 4);
-      CHECK(got[0] == got[1]);
-    }
+  });
 }

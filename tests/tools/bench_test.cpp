@@ -104,3 +104,14 @@ TEST_CASE("OMP_WAIT_POLICY: unset means passive after a short spin; what the use
   CHECK(spin.at("omp_wait_policy") == "passive");
   CHECK(spin.at("gomp_spincount") == "50");
 }
+
+// The float products run on the widest tiles the CPU has; VITGRAD_GEMM chooses narrower ones.
+TEST_CASE("bench names whose float products ran, and VITGRAD_GEMM chooses them") {
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  const std::string widest = __builtin_cpu_supports("avx512f") ? "AVX-512"
+                             : avx2                            ? "AVX2"
+                                                               : "OpenBLAS";
+  CHECK(bench_json("").at("float_tiles") == widest);
+  CHECK(bench_json("", "VITGRAD_GEMM=blas").at("float_tiles") == "OpenBLAS");
+  if (avx2) CHECK(bench_json("", "VITGRAD_GEMM=avx2").at("float_tiles") == "AVX2");
+}

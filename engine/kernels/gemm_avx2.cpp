@@ -1,0 +1,96 @@
+// The AVX2 tiles of vitgrad's own float products (engine/kernels/gemm_tiled.h lays the
+// products out), for CPUs without AVX-512: 6 rows by 16 columns of C in 12 ymm registers.
+#include <immintrin.h>
+
+#include "engine/kernels/gemm_simd.h"
+#include "engine/kernels/gemm_tiled.h"
+
+namespace vg::detail {
+namespace {
+
+constexpr int kLanes = 8;
+
+// The lanes below `tail` (1 to 8), as AVX2's masked loads and stores take them.
+__attribute__((target("avx2,fma"))) inline __m256i lanes_below(int tail) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(tail), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// 12 accumulators and the two vectors of op(B)'s row take 14 of the 16 ymm registers (the
+// broadcast reads A from memory into the 15th).
+struct Avx2Tiles {
+  static constexpr int kRows = 6, kVectors = 2, kLanes = 8, kNarrowRows = 12;
+  static constexpr int64_t kBlockTiles = 8;
+  // A tiled::TileFn of R rows and V vectors (tiled::TileFn says what it computes): the same
+  // fma chains as the AVX-512 tiles, 8 lanes at a time.
+  template <bool TA, int R, int V>
+  static void multiply(int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
+                       float alpha, float beta, const float* start, float* c, int64_t ldc,
+                       int tail);
+  // Out row p = column p of an 8 x 8 block of `in`: `rows` rows exist (the others count as
+  // zero), `cols` columns are read, 8 values written per out row.
+  static void transpose(const float* in, int64_t ld, int rows, int cols, float* out, int64_t ldo) {
+    for (int p = 0; p < cols; ++p)
+      for (int r = 0; r < kLanes; ++r) out[p * ldo + r] = r < rows ? in[r * ld + p] : 0.0f;
+  }
+};
+
+template <bool TA, int R, int V>
+__attribute__((target("avx2,fma"))) void Avx2Tiles::multiply(int64_t k, const float* a, int64_t lda,
+                                                             const float* b, int64_t ldb,
+                                                             float alpha, float beta,
+                                                             const float* start, float* c,
+                                                             int64_t ldc, int tail) {
+  const __m256i last = lanes_below(tail);
+  const bool cut = tail < kLanes;
+  __m256 acc[R][V];
+#pragma GCC unroll 2
+  for (int v = 0; v < V; ++v) {
+    const __m256 first = !start              ? _mm256_setzero_ps()
+                         : v == V - 1 && cut ? _mm256_maskload_ps(start + v * kLanes, last)
+                                             : _mm256_loadu_ps(start + v * kLanes);
+#pragma GCC unroll 12
+    for (int r = 0; r < R; ++r) acc[r][v] = first;
+  }
+  for (int64_t p = 0; p < k; ++p) {
+    const float* bp = b + p * ldb;
+    __m256 bv[V];
+#pragma GCC unroll 2
+    for (int v = 0; v < V; ++v)
+      bv[v] = v == V - 1 && cut ? _mm256_maskload_ps(bp + v * kLanes, last)
+                                : _mm256_loadu_ps(bp + v * kLanes);
+#pragma GCC unroll 12
+    for (int r = 0; r < R; ++r) {
+      const __m256 av = _mm256_broadcast_ss(TA ? a + p * lda + r : a + r * lda + p);
+#pragma GCC unroll 2
+      for (int v = 0; v < V; ++v) acc[r][v] = _mm256_fmadd_ps(av, bv[v], acc[r][v]);
+    }
+  }
+  const __m256 alpha_v = _mm256_set1_ps(alpha), beta_v = _mm256_set1_ps(beta);
+#pragma GCC unroll 12
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 2
+    for (int v = 0; v < V; ++v) {
+      float* cp = c + r * ldc + v * kLanes;
+      const bool masked = v == V - 1 && cut;
+      __m256 out = alpha == 1.0f ? acc[r][v] : _mm256_mul_ps(alpha_v, acc[r][v]);
+      if (beta != 0.0f) {  // beta = 0: C is not read (BLAS semantics: NaN there is dropped)
+        const __m256 old = masked ? _mm256_maskload_ps(cp, last) : _mm256_loadu_ps(cp);
+        out = beta == 1.0f ? _mm256_add_ps(out, old) : _mm256_fmadd_ps(beta_v, old, out);
+      }
+      if (masked)
+        _mm256_maskstore_ps(cp, last, out);
+      else
+        _mm256_storeu_ps(cp, out);
+    }
+}
+
+}  // namespace
+
+const TiledProducts& avx2_products() {
+  static constexpr TiledProducts products{&tiled::product<Avx2Tiles>,
+                                          &tiled::product_tn_sums<Avx2Tiles>,
+                                          &tiled::small_product<Avx2Tiles>};
+  return products;
+}
+
+}  // namespace vg::detail

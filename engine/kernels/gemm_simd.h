@@ -1,0 +1,71 @@
+// vitgrad's own float products for the shapes a small ViT is made of: many rows (tokens times
+// images), a short inner dimension (the embedding width, 64 to a few hundred) and a few
+// hundred columns. OpenBLAS packs both operands for every call; at k = 64 that packing, and
+// the memset or copy of C around it, cost about as much as the multiply-adds. Here only
+// op(B), the small operand, is packed, rows of A are broadcast straight from memory, and C
+// is read or written once per chunk of k (engine/kernels/gemm_tiled.h). The tiles are
+// AVX-512's (gemm_avx512.cpp) where the CPU has it, else AVX2's with FMA (gemm_avx2.cpp),
+// chosen at run time; with neither, or with VITGRAD_GEMM=blas, OpenBLAS does every product.
+// Internal to engine/kernels/blas.cpp.
+#pragma once
+
+#include <cstdint>
+
+namespace vg::detail {
+
+enum class FloatTiles { none, avx2, avx512 };
+
+// The tiles in use: the widest the CPU has, unless VITGRAD_GEMM says "blas" (none) or "avx2".
+FloatTiles float_tiles();
+// For tests: the given tiles from now on (none: OpenBLAS). An error if the CPU lacks them.
+void use_float_tiles(FloatTiles tiles);
+const char* float_tiles_name(FloatTiles tiles);
+
+// Row-major C (m x n) = alpha * op(A) op(B) + beta * C, computed here when there are tiles and
+// the shape is one they are faster for; returns false (and touches nothing) otherwise. Two
+// cases: A not transposed with k up to about a thousand (a linear layer's forward and input
+// gradient), and A transposed, B not, with a long k (its weight gradient; with beta = 0 it
+// computes C^T = B^T A instead when B is the wider operand, so that the narrower one is
+// packed). Each element of C is a fused multiply-add chain over each chunk of 256 terms of k,
+// the chunks added to C in order, so the bits depend on the shape alone, not on how rows are
+// shared among threads, which operand is packed or which kind of tiles ran. With `start`
+// (n values, e.g. a bias; first case only) each chain starts from start[j] instead of zero,
+// and alpha then scales the whole chain.
+bool gemm_simd(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+               int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
+               const float* start = nullptr);
+
+// gemm_simd(true, false, m, n, k, 1, a, m, b, n, 0, c, n) for contiguous operands, and into
+// sums (m) the sums of A's columns with the bits of kernels::sum_middle_axis(a, sums, 1, k, m),
+// each chunk of A summed right after its products have read it, from cache: a weight gradient
+// dY^T X and its bias gradient. False (touching nothing) where gemm_simd would be.
+bool gemm_simd_tn_sums(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c,
+                       float* sums);
+
+// The same product for a small matrix that one thread computes whole (one attention head):
+// no size bounds, the products on the calling thread; op(B) is read in place when it is not
+// transposed, and packed in transposed blocks when it is. Each element is an fma chain over
+// each chunk of 256 terms of k, as above. False (touching nothing) without tiles, with both
+// operands transposed, or for an empty product.
+bool gemm_simd_small(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                     int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+
+// One kind of tiles' products, which assume the CPU has its instructions: gemm_simd's,
+// gemm_simd_tn_sums' and gemm_simd_small's without its checks, the last with `start` as
+// gemm_simd takes it (m, n and k positive, not both operands transposed). AVX-512's small
+// products also sum small bf16 products on operands already rounded to bf16
+// (engine/kernels/bf16_gemm_fma.cpp).
+struct TiledProducts {
+  bool (*product)(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                  int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
+                  const float* start);
+  bool (*product_tn_sums)(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c,
+                          float* sums);
+  void (*small_product)(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                        const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
+                        float* c, int64_t ldc, const float* start);
+};
+const TiledProducts& avx512_products();  // engine/kernels/gemm_avx512.cpp
+const TiledProducts& avx2_products();    // engine/kernels/gemm_avx2.cpp
+
+}  // namespace vg::detail

@@ -1,0 +1,324 @@
+// How vitgrad's own float products are laid out, whatever the vector width: only op(B), the
+// small operand, is packed (into panels of a tile's width that stay in cache), rows of A are
+// broadcast straight from memory, C is read or written once per chunk of k, and a weight
+// gradient's long k is cut into chunks. The multiply-adds in registers come from a `Tiles`
+// class of one instruction set (engine/kernels/gemm_avx512.cpp, engine/kernels/gemm_avx2.cpp):
+//   kRows, kVectors, kLanes    a tile of C is kRows x (kVectors * kLanes) floats
+//   kNarrowRows                rows of a tile one vector wide, for a C at most kLanes wide
+//   kBlockTiles                row tiles swept together across the panels (their A in L1)
+//   multiply<TA, R, V>         a TileFn of R rows and V vectors (below)
+//   transpose(...)             a kLanes x kLanes block turned around, for a transposed B
+// Internal to those two files.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "engine/core/parallel.h"
+#include "engine/kernels/axis_sums.h"
+#include "engine/kernels/cache_line_vector.h"
+
+namespace vg::detail::tiled {
+
+// C[R x lanes * V] = alpha * A[R x k] B[k x lanes * V] + beta * C, the last vector of each
+// row cut to `tail` columns. Every element is one fma chain over k in order, started from
+// `start` (the tile's columns of it, the same for every row) or from zero when it is null.
+// With ta, A is stored transposed: row r of the tile, column p is a[p * lda + r].
+using TileFn = void (*)(int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
+                        float alpha, float beta, const float* start, float* c, int64_t ldc,
+                        int tail);
+
+// Every size of tile a kind of Tiles needs, from its multiply<TA, R, V>: up to kRows rows and
+// kVectors vectors (the remainders at C's bottom and right edges too), and one vector across
+// up to kNarrowRows rows, where a C that narrow needs more rows for enough fma chains.
+template <class Tiles>
+class TileSizes {
+ public:
+  static TileFn of(bool ta, int rows, int vectors) {
+    static constexpr auto plain = grid<false>(std::make_index_sequence<Tiles::kRows>());
+    static constexpr auto transposed = grid<true>(std::make_index_sequence<Tiles::kRows>());
+    return (ta ? transposed : plain)[rows - 1][vectors - 1];
+  }
+  static TileFn narrow(bool ta, int rows) {
+    static constexpr auto plain = column<false>(std::make_index_sequence<Tiles::kNarrowRows>());
+    static constexpr auto transposed = column<true>(std::make_index_sequence<Tiles::kNarrowRows>());
+    return (ta ? transposed : plain)[rows - 1];
+  }
+
+ private:
+  template <bool TA, int R, size_t... V>
+  static constexpr std::array<TileFn, sizeof...(V)> row(std::index_sequence<V...>) {
+    return {&Tiles::template multiply<TA, R, int(V) + 1>...};
+  }
+  template <bool TA, size_t... R>
+  static constexpr auto grid(std::index_sequence<R...>) {
+    return std::array<std::array<TileFn, Tiles::kVectors>, sizeof...(R)>{
+        row<TA, int(R) + 1>(std::make_index_sequence<Tiles::kVectors>())...};
+  }
+  template <bool TA, size_t... R>
+  static constexpr std::array<TileFn, sizeof...(R)> column(std::index_sequence<R...>) {
+    return {&Tiles::template multiply<TA, int(R) + 1, 1>...};
+  }
+};
+
+// The shapes the kernels are used for (measured against OpenBLAS 0.3.21 on Zen 5, both on
+// AVX-512): enough rows to amortise packing op(B), and k short enough that a panel of it
+// stays in L2.
+constexpr int64_t kMinRows = 64, kMinCols = 16, kMinK = 8, kMaxK = 768;
+// With A transposed (a weight gradient dY^T X, k = every token of the batch): C has a few
+// dozen rows at least, and k is cut into chunks whose panel of B stays in L2; each chunk's
+// sums are added to C in order, so the bits depend on the shape alone.
+constexpr int64_t kMinRowsTransposed = 16, kMinKTransposed = 256, kChunkTransposed = 256;
+// One fma chain over many hundred terms is less accurate than OpenBLAS, which blocks k; so a
+// chain covers at most kChunk terms, and each chunk's sums are added to C in order.
+constexpr int64_t kChunk = 256;
+
+// op(B) (k x n) as panels of a tile's width, each k x width and contiguous (the last one
+// padded with zeros). Read in place, B's rows lie ldb floats apart, and at ldb = 256 or more
+// the rows of one panel fall into a few cache sets and evict each other; a B at most one
+// panel wide and not transposed is read in place, and so is any B that is not transposed
+// when the caller asks (a short k, where those evictions cost little).
+template <class Tiles>
+class PackedB {
+ public:
+  static constexpr int64_t kWidth = Tiles::kVectors * Tiles::kLanes;
+  // Rows [p0, p0 + k) of op(B), panels [q0, q1), where op(B)[p][j] is b[j * ldb + p] when tb,
+  // else b[p * ldb + j]. Shared among the engine's threads unless called inside a parallel
+  // region.
+  void pack(bool tb, int64_t p0, int64_t k, int64_t n, const float* b, int64_t ldb, int64_t q0 = 0,
+            int64_t q1 = -1, bool any_stride_in_place = false) {
+    const int64_t panels = (n + kWidth - 1) / kWidth;
+    if (q1 < 0) q1 = panels;
+    k_ = k;
+    if (!tb && (ldb <= kWidth || any_stride_in_place)) {
+      in_place_ = b + p0 * ldb;
+      stride_ = ldb;
+      return;
+    }
+    in_place_ = nullptr;
+    stride_ = kWidth;
+    if (data_.size() < size_t(panels * k * kWidth)) data_.resize(panels * k * kWidth);
+    if (tb)
+      pack_transposed(p0, k, n, b, ldb, q0, q1);
+    else
+      parallel_for((q1 - q0) * k, 256, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          const int64_t q = q0 + r / k, p = r % k;
+          const int64_t j0 = q * kWidth, cols = std::min<int64_t>(kWidth, n - j0);
+          float* to = data_.data() + (q * k + p) * kWidth;
+          std::copy_n(b + (p0 + p) * ldb + j0, cols, to);
+          std::fill(to + cols, to + kWidth, 0.0f);
+        }
+      });
+  }
+  const float* panel(int64_t q) const {
+    return in_place_ ? in_place_ + q * kWidth : data_.data() + q * k_ * kWidth;
+  }
+  int64_t stride() const { return stride_; }
+
+ private:
+  // Blocks of kLanes x kLanes, transposed by the tiles' own instructions.
+  void pack_transposed(int64_t p0, int64_t k, int64_t n, const float* b, int64_t ldb, int64_t q0,
+                       int64_t q1) {
+    constexpr int kLanes = Tiles::kLanes;
+    const int64_t blocks = (k + kLanes - 1) / kLanes;
+    parallel_for((q1 - q0) * blocks, 16, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t q = q0 + r / blocks, p = (r % blocks) * kLanes;
+        const int64_t j0 = q * kWidth, cols = std::min<int64_t>(kWidth, n - j0);
+        const int depth = int(std::min<int64_t>(kLanes, k - p));
+        float* to = data_.data() + (q * k + p) * kWidth;
+        int64_t j = 0;
+        for (; j < cols; j += kLanes)
+          Tiles::transpose(b + (j0 + j) * ldb + p0 + p, ldb,
+                           int(std::min<int64_t>(kLanes, cols - j)), depth, to + j, kWidth);
+        for (int d = 0; d < depth; ++d) std::fill(to + d * kWidth + j, to + (d + 1) * kWidth, 0.0f);
+      }
+    });
+  }
+
+  kernels::CacheLineVector<float> data_;  // grown once per shape, then reused
+  const float* in_place_ = nullptr;
+  int64_t k_ = 0, stride_ = 0;
+};
+
+struct NoBlockHook {
+  void operator()(int64_t, int64_t) const {}
+};
+
+// Rows [i0, i1) and panels [q0, q1) of C against rows [p0, p0 + k) of the packed op(B), and
+// after_block(ib, ie) once a block of rows is done, while its rows of A are in cache.
+template <class Tiles, bool TA, class AfterBlock = NoBlockHook>
+void part_of_c(int64_t i0, int64_t i1, int64_t q0, int64_t q1, int64_t n, int64_t k, float alpha,
+               const float* a, int64_t lda, const PackedB<Tiles>& b, int64_t p0, float beta,
+               const float* start, float* c, int64_t ldc, AfterBlock after_block = {}) {
+  constexpr int64_t kRows = Tiles::kRows, kLanes = Tiles::kLanes, kWidth = PackedB<Tiles>::kWidth;
+  const int64_t block_rows = Tiles::kBlockTiles * kRows;
+  for (int64_t ib = i0; ib < i1; ib += block_rows) {
+    const int64_t ie = std::min(i1, ib + block_rows);
+    for (int64_t q = q0; q < q1; ++q) {
+      const int64_t j = q * kWidth, cols = std::min<int64_t>(kWidth, n - j);
+      const int vectors = int((cols + kLanes - 1) / kLanes);
+      const int tail = int(cols - (vectors - 1) * kLanes);
+      for (int64_t i = ib; i < ie; i += kRows) {
+        const int rows = int(std::min<int64_t>(kRows, ie - i));
+        TileSizes<Tiles>::of(TA, rows, vectors)(
+            k, TA ? a + i : a + i * lda, lda, b.panel(q) + p0 * b.stride(), b.stride(), alpha, beta,
+            start ? start + j : nullptr, c + i * ldc + j, ldc, tail);
+      }
+    }
+    after_block(ib, ie);
+  }
+}
+
+// The sums of one operand's columns, taken chunk by chunk of k right after the chunk's
+// products have read it (from cache): a weight gradient's bias gradient, the columns of dY.
+// In double, one row of `width` per kColumnSumRows rows of k (zero on entry), each column in
+// row order: kernels::sum_middle_axis's chunks and order.
+struct ColumnSums {
+  bool of_b = false;  // dY is B where C^T = B^T A is computed instead
+  int64_t width = 0;
+  double* parts = nullptr;
+  // Rows [r0, r1) of columns [i0, i1) of x (rows ld apart).
+  void add(const float* x, int64_t ld, int64_t r0, int64_t r1, int64_t i0, int64_t i1) const {
+    for (int64_t r = r0; r < r1; ++r) {
+      double* row = parts + r / kernels::kColumnSumRows * width;
+      for (int64_t i = i0; i < i1; ++i) row[i] += double(x[r * ld + i]);
+    }
+  }
+};
+
+// C = alpha A^T B + beta C, k long: k in chunks, each chunk's sums added to C in order. The
+// threads share C's panels of columns (each packs only its own panels of B) where they split
+// evenly, else its rows (each packs every panel, a small cost next to the products). With
+// `sums`, the thread that alone reads those columns of dY sums them (the first, where all do).
+template <class Tiles>
+void gemm_transposed_a(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+                       const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
+                       const ColumnSums* sums) {
+  static_assert(kernels::kColumnSumRows % kChunkTransposed == 0, "a chunk of k in one sum");
+  constexpr int64_t kRows = Tiles::kRows, kWidth = PackedB<Tiles>::kWidth;
+  const int64_t panels = (n + kWidth - 1) / kWidth, tiles = (m + kRows - 1) / kRows;
+  const bool by_panels = panels % 2 == 0 || panels >= 8;  // three panels would split 2 : 1
+  parallel_for(by_panels ? panels : tiles, 1, [&](int64_t t0, int64_t t1) {
+    const int64_t i0 = by_panels ? 0 : t0 * kRows, i1 = by_panels ? m : std::min(m, t1 * kRows);
+    const int64_t q0 = by_panels ? t0 : 0, q1 = by_panels ? t1 : panels;
+    const bool summing = sums && ((sums->of_b == by_panels) || t0 == 0);
+    thread_local PackedB<Tiles> chunk;
+    for (int64_t p = 0; p < k; p += kChunkTransposed) {
+      const int64_t rows = std::min(kChunkTransposed, k - p);
+      chunk.pack(false, p, rows, n, b, ldb, q0, q1);
+      // dY as A: each block of its columns summed as soon as the block's products are done.
+      auto sum_block = [&](int64_t ib, int64_t ie) {
+        if (summing && !sums->of_b) sums->add(a, lda, p, p + rows, ib, ie);
+      };
+      part_of_c<Tiles, true>(i0, i1, q0, q1, n, rows, alpha, a + p * lda, lda, chunk, 0,
+                             p == 0 ? beta : 1.0f, nullptr, c, ldc, sum_block);
+      if (summing && sums->of_b)
+        sums->add(b, ldb, p, p + rows, q0 * kWidth, std::min(n, q1 * kWidth));
+    }
+  });
+}
+
+// The case of A transposed, with the sums of A's columns where `sums_parts` is given.
+template <class Tiles>
+bool transposed_a_product(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+                          const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
+                          double* sums_parts) {
+  if (m < kMinRowsTransposed || n < kMinCols || k < kMinKTransposed) return false;
+  if (beta == 0.0f && ldb > PackedB<Tiles>::kWidth && lda < ldb && n >= kMinRowsTransposed &&
+      m >= kMinCols) {
+    // B would be packed, chunk by chunk, and A is narrow enough to be read in place: C^T =
+    // B^T A packs nothing. Each element is the same fma chain (the products commute), so C
+    // gets the same bits; e.g. fc2's weight gradient, (64 x 6400) times (6400 x 256).
+    thread_local kernels::CacheLineVector<float> c_transposed;  // grown once per shape, then reused
+    if (c_transposed.size() < size_t(n * m)) c_transposed.resize(n * m);
+    const ColumnSums sums{true, m, sums_parts};
+    gemm_transposed_a<Tiles>(n, m, k, alpha, b, ldb, a, lda, 0.0f, c_transposed.data(), m,
+                             sums_parts ? &sums : nullptr);
+    const float* ct = c_transposed.data();
+    parallel_for(m, std::max<int64_t>(1, 16384 / n), [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i)
+        for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = ct[j * m + i];
+    });
+    return true;
+  }
+  const ColumnSums sums{false, m, sums_parts};
+  gemm_transposed_a<Tiles>(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
+                           sums_parts ? &sums : nullptr);
+  return true;
+}
+
+// gemm_simd on these tiles (engine/kernels/gemm_simd.h), once they have been chosen.
+template <class Tiles>
+bool product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+             int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
+             const float* start) {
+  if (ta)
+    return !tb && !start &&
+           transposed_a_product<Tiles>(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nullptr);
+  if (m < kMinRows || n < kMinCols || k < kMinK || k > kMaxK) return false;
+  constexpr int64_t kRows = Tiles::kRows, kWidth = PackedB<Tiles>::kWidth;
+  thread_local PackedB<Tiles> packed_here;
+  packed_here.pack(tb, 0, k, n, b, ldb);
+  // Named inside the lambda, a thread_local is each thread's own: the workers need this one.
+  const PackedB<Tiles>& packed = packed_here;
+  const int64_t panels = (n + kWidth - 1) / kWidth, tiles = (m + kRows - 1) / kRows;
+  // Row tiles shared among threads, each part at least ~2^17 multiply-adds.
+  const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 17) / (kRows * n * k));
+  parallel_for(tiles, grain, [&](int64_t t0, int64_t t1) {
+    for (int64_t p = 0; p < k; p += kChunk)  // see kChunk
+      part_of_c<Tiles, false>(t0 * kRows, std::min(m, t1 * kRows), 0, panels, n,
+                              std::min(kChunk, k - p), alpha, a + p, lda, packed, p,
+                              p == 0 ? beta : 1.0f, p == 0 ? start : nullptr, c, ldc);
+  });
+  return true;
+}
+
+// gemm_simd_tn_sums on these tiles.
+template <class Tiles>
+bool product_tn_sums(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c,
+                     float* sums) {
+  const int64_t chunks = (k + kernels::kColumnSumRows - 1) / kernels::kColumnSumRows;
+  thread_local std::vector<double> parts;  // the caller's, shared by the workers
+  parts.assign(chunks * m, 0.0);
+  if (!transposed_a_product<Tiles>(m, n, k, 1.0f, a, m, b, n, 0.0f, c, n, parts.data()))
+    return false;
+  kernels::add_column_chunks(parts.data(), chunks, m, sums);
+  return true;
+}
+
+// A small product on the calling thread (gemm_simd_small), with `start` as product takes it.
+template <class Tiles>
+void small_product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                   int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
+                   const float* start) {
+  constexpr int64_t kLanes = Tiles::kLanes, kWidth = PackedB<Tiles>::kWidth;
+  thread_local PackedB<Tiles> packed_here;
+  const PackedB<Tiles>& packed = packed_here;
+  const int64_t panels = (n + kWidth - 1) / kWidth;
+  for (int64_t p = 0; p < k; p += kChunk) {  // see kChunk
+    const int64_t depth = std::min(kChunk, k - p);
+    const float beta_here = p == 0 ? beta : 1.0f;
+    const float* start_here = p == 0 ? start : nullptr;
+    packed_here.pack(tb, p, depth, n, b, ldb, 0, panels, true);
+    if (n <= kLanes) {  // one vector across: taller tiles, for enough fma chains
+      for (int64_t i = 0; i < m; i += Tiles::kNarrowRows) {
+        const int rows = int(std::min<int64_t>(Tiles::kNarrowRows, m - i));
+        TileSizes<Tiles>::narrow(ta, rows)(depth, ta ? a + p * lda + i : a + i * lda + p, lda,
+                                           packed.panel(0), packed.stride(), alpha, beta_here,
+                                           start_here, c + i * ldc, ldc, int(n));
+      }
+    } else if (ta)
+      part_of_c<Tiles, true>(0, m, 0, panels, n, depth, alpha, a + p * lda, lda, packed, 0,
+                             beta_here, start_here, c, ldc);
+    else
+      part_of_c<Tiles, false>(0, m, 0, panels, n, depth, alpha, a + p, lda, packed, 0, beta_here,
+                              start_here, c, ldc);
+  }
+}
+
+}  // namespace vg::detail::tiled
