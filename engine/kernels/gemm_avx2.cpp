@@ -8,8 +8,6 @@
 namespace vg::detail {
 namespace {
 
-constexpr int kLanes = 8;
-
 // The lanes below `tail` (1 to 8), as AVX2's masked loads and stores take them.
 __attribute__((target("avx2,fma"))) inline __m256i lanes_below(int tail) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(tail), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));

@@ -13,8 +13,6 @@
 namespace vg::detail {
 namespace {
 
-constexpr int kLanes = 16;
-
 // 24 accumulators, the four vectors of op(B)'s row and one broadcast take 29 of the 32 zmm
 // registers; eight row tiles (48 rows of A) stay in L1 while a panel is swept.
 struct Avx512Tiles {

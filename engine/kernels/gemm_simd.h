@@ -6,7 +6,8 @@
 // is read or written once per chunk of k (engine/kernels/gemm_tiled.h). The tiles are
 // AVX-512's (gemm_avx512.cpp) where the CPU has it, else AVX2's with FMA (gemm_avx2.cpp),
 // chosen at run time; with neither, or with VITGRAD_GEMM=blas, OpenBLAS does every product.
-// Internal to engine/kernels/blas.cpp.
+// Internal to the engine's kernels (blas.cpp, and bf16_gemm_fma.cpp for the AVX-512 small
+// products).
 #pragma once
 
 #include <cstdint>
