@@ -269,11 +269,17 @@ bool product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, con
   const int64_t panels = (n + kWidth - 1) / kWidth, tiles = (m + kRows - 1) / kRows;
   // Row tiles shared among threads, each part at least ~2^17 multiply-adds.
   const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 17) / (kRows * n * k));
+  // Where k has several chunks, a block of rows goes through all of them before the next
+  // block starts, so its part of C stays in cache from one chunk to the next; a sweep of
+  // every row per chunk would send C to memory and back once per chunk.
+  const int64_t block_rows = Tiles::kBlockTiles * kRows;
   parallel_for(tiles, grain, [&](int64_t t0, int64_t t1) {
-    for (int64_t p = 0; p < k; p += kChunk)  // see kChunk
-      part_of_c<Tiles, false>(t0 * kRows, std::min(m, t1 * kRows), 0, panels, n,
-                              std::min(kChunk, k - p), alpha, a + p, lda, packed, p,
-                              p == 0 ? beta : 1.0f, p == 0 ? start : nullptr, c, ldc);
+    const int64_t i1 = std::min(m, t1 * kRows);
+    for (int64_t ib = t0 * kRows; ib < i1; ib += block_rows)
+      for (int64_t p = 0; p < k; p += kChunk)  // see kChunk
+        part_of_c<Tiles, false>(ib, std::min(i1, ib + block_rows), 0, panels, n,
+                                std::min(kChunk, k - p), alpha, a + p, lda, packed, p,
+                                p == 0 ? beta : 1.0f, p == 0 ? start : nullptr, c, ldc);
   });
   return true;
 }
