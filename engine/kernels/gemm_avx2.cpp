@@ -26,11 +26,39 @@ struct Avx2Tiles {
                        int tail);
   // Out row p = column p of an 8 x 8 block of `in`: `rows` rows exist (the others count as
   // zero), `cols` columns are read, 8 values written per out row.
-  static void transpose(const float* in, int64_t ld, int rows, int cols, float* out, int64_t ldo) {
-    for (int p = 0; p < cols; ++p)
-      for (int r = 0; r < kLanes; ++r) out[p * ldo + r] = r < rows ? in[r * ld + p] : 0.0f;
-  }
+  static void transpose(const float* in, int64_t ld, int rows, int cols, float* out, int64_t ldo);
 };
+
+// Three rounds of shuffles in registers, where a loop would take a load and a store per
+// element (tests/engine/gemm_tiles_test.cpp holds it to that loop): pairs of rows element by
+// element, then pairs of pairs, then the 128-bit halves. Moves bits only.
+__attribute__((target("avx2,fma"))) void Avx2Tiles::transpose(const float* in, int64_t ld,
+                                                              int rows, int cols, float* out,
+                                                              int64_t ldo) {
+  const __m256i read = lanes_below(cols);
+  __m256 r[8], t[8];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i)
+    r[i] = i < rows ? _mm256_maskload_ps(in + i * ld, read) : _mm256_setzero_ps();
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; i += 2) {  // t[i] holds columns 0, 1, 4, 5 of rows i and i + 1
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; i += 4)  // r[i + c]: column c of four rows, then column c + 4
+#pragma GCC unroll 8
+    for (int h = 0; h < 2; ++h) {
+      r[i + 2 * h] = _mm256_shuffle_ps(t[i + h], t[i + h + 2], 0x44);
+      r[i + 2 * h + 1] = _mm256_shuffle_ps(t[i + h], t[i + h + 2], 0xee);
+    }
+#pragma GCC unroll 8
+  for (int c = 0; c < 4; ++c) {  // the halves of the block: whole columns
+    if (c < cols) _mm256_storeu_ps(out + c * ldo, _mm256_permute2f128_ps(r[c], r[c + 4], 0x20));
+    if (c + 4 < cols)
+      _mm256_storeu_ps(out + (c + 4) * ldo, _mm256_permute2f128_ps(r[c], r[c + 4], 0x31));
+  }
+}
 
 template <bool TA, int R, int V>
 __attribute__((target("avx2,fma"))) void Avx2Tiles::multiply(int64_t k, const float* a, int64_t lda,
