@@ -1,6 +1,7 @@
 // `vitgrad bench`: times training steps (forward, cross-entropy, backward, AdamW) of a model
 // on random images, after warm-up, and reports the median step, images/s, the matmul rate,
-// peak memory and the OpenBLAS kernels; --profile adds where the time goes per op.
+// peak memory, the OpenBLAS kernels and how the processors' time was shared (a busy host
+// takes some: steal); --profile adds where the time goes per op.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <cstdlib>
 #include <iomanip>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
@@ -23,6 +25,7 @@
 #include "engine/optim/param_groups.h"
 #include "models/vit.h"
 #include "tools/args.h"
+#include "tools/cpu_shares.h"
 #include "tools/model_flags.h"
 #include "tools/train_flags.h"
 
@@ -34,6 +37,17 @@ using Clock = std::chrono::steady_clock;
 const char* env_or_unset(const char* name) {
   const char* value = std::getenv(name);
   return value ? value : "unset";
+}
+
+// A share of the processors' time for --json, null where /proc/stat could not tell.
+nlohmann::json share_or_null(const CpuShares& shares, double CpuShares::*kind) {
+  return shares.known ? nlohmann::json(shares.*kind) : nlohmann::json(nullptr);
+}
+
+void print_shares(const CpuShares& cpu) {
+  std::cout << std::fixed << std::setprecision(0)
+            << "processors during the timed steps: " << cpu.busy << "% busy, " << cpu.idle
+            << "% idle, " << cpu.steal << "% taken by the host (steal)\n";
 }
 
 double seconds_since(Clock::time_point t) {
@@ -142,12 +156,15 @@ int run_bench(const std::vector<std::string>& argv) {
   for (int64_t i = 0; i < warmup; ++i) step();
   const MemoryStats before = memory_stats();
   if (args.on("--profile")) profiler.emplace();
+  const std::optional<CpuTicks> ticks_before = read_cpu_ticks();
   std::vector<double> times;
   for (int64_t i = 0; i < steps; ++i) {
     const auto t0 = Clock::now();
     step();
     times.push_back(seconds_since(t0));
   }
+  const std::optional<CpuTicks> ticks_after = read_cpu_ticks();
+  const CpuShares cpu = shares_between(ticks_before, ticks_after);
   const MemoryStats after = memory_stats();
   std::map<std::string, double> profile_copy;
   if (profiler) profile_copy = profiler->seconds();
@@ -181,7 +198,10 @@ int run_bench(const std::vector<std::string>& argv) {
                                 {"blas_core", core},
                                 {"float_tiles", float_tiles_name()},
                                 {"omp_wait_policy", env_or_unset("OMP_WAIT_POLICY")},
-                                {"gomp_spincount", env_or_unset("GOMP_SPINCOUNT")}}
+                                {"gomp_spincount", env_or_unset("GOMP_SPINCOUNT")},
+                                {"cpu_busy_percent", share_or_null(cpu, &CpuShares::busy)},
+                                {"cpu_idle_percent", share_or_null(cpu, &CpuShares::idle)},
+                                {"cpu_steal_percent", share_or_null(cpu, &CpuShares::steal)}}
                      .dump()
               << "\n";
   } else {
@@ -205,6 +225,7 @@ int run_bench(const std::vector<std::string>& argv) {
               << "  OpenBLAS kernels: " << core
               << "  OMP_WAIT_POLICY: " << env_or_unset("OMP_WAIT_POLICY")
               << "  GOMP_SPINCOUNT: " << env_or_unset("GOMP_SPINCOUNT") << "\n";
+    if (cpu.known) print_shares(cpu);
   }
   if (const std::string note = blas_core_note(); !note.empty()) std::cerr << note << "\n";
   if (args.on("--profile")) print_profile(profile_copy, steps);

@@ -200,6 +200,28 @@ def cpu_name():
     return "unknown"
 
 
+def cpu_ticks():
+    """(busy, idle, steal) clock ticks of all processors, as vitgrad bench reads them
+    (tools/cpu_shares.cpp), or None without /proc/stat."""
+    try:
+        with open("/proc/stat") as f:
+            t = [int(x) for x in f.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    return (t[0] + t[1] + t[2] + t[5] + t[6], t[3] + t[4], t[7]) if len(t) == 8 else None
+
+
+def shares_text(before, after):
+    if before is None or after is None:
+        return "not known"
+    d = [b - a for a, b in zip(before, after)]
+    total = sum(d)
+    if total <= 0:
+        return "not known"
+    return (f"{100 * d[0] / total:.0f}% busy, {100 * d[1] / total:.0f}% idle, "
+            f"{100 * d[2] / total:.0f}% taken by the host (steal)")
+
+
 def run_json(cmd, env):
     out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
@@ -234,6 +256,7 @@ def main():
           f"best of {a.repeats} alternating runs per engine and mode; "
           f"load average at start: {os.getloadavg()[0]:.2f}")
     print(f"# CPU: {cpu_name()}; PyTorch {torch_version(python)} ({python})")
+    ticks_at_start = cpu_ticks()
     for kind in a.env or ["best"]:
         vg_env, torch_env = environments(kind)
         print(f"\n## environment '{kind}': vitgrad {describe(vg_env)}; "
@@ -285,7 +308,8 @@ def main():
                   f"{ips[('vitgrad', 'fp32')] / ips[('torch', 'fp32')]:.2f}x | "
                   f"{vb['gflops']:.0f} | {vb['bf16_gemm_gflops']:.0f} ({vb['bf16_units']}) | "
                   f"{vb['sgemm_gflops']:.0f} |", flush=True)
-    print(f"\nload average at end: {os.getloadavg()[0]:.2f}")
+    print(f"\nload average at end: {os.getloadavg()[0]:.2f}; processors over the whole run: "
+          f"{shares_text(ticks_at_start, cpu_ticks())}")
 
 
 if __name__ == "__main__":

@@ -38,6 +38,17 @@ TEST_CASE("bench --json reports consistent figures and no heap allocations after
   CHECK(j.at("threads") == 2);
   CHECK(j.at("batch") == 8);
   CHECK(!j.at("blas_core").get<std::string>().empty());
+  // How the processors' time was shared during the timed steps (null where /proc/stat is
+  // missing, or when the steps took less than a clock tick).
+  if (!j.at("cpu_busy_percent").is_null()) {
+    double total = 0;
+    for (const char* key : {"cpu_busy_percent", "cpu_idle_percent", "cpu_steal_percent"}) {
+      const double share = j.at(key).get<double>();
+      CHECK(share >= 0);
+      total += share;
+    }
+    CHECK(total == doctest::Approx(100.0));
+  }
 }
 
 TEST_CASE("bench --profile lists the forward and backward of the ops") {
