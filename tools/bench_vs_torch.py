@@ -6,8 +6,10 @@ ViT semantics (pre-norm blocks, LayerScale, exact GELU, MLP ratio 4, class token
 random 28x28x1 images, alternating the engines, on the same threads and in the same
 environment (except for how threads wait, in "best"), each in fp32 and with bf16 matrix
 products (PyTorch: torch.autocast("cpu", dtype=torch.bfloat16) around forward and loss;
-vitgrad: --amp bf16), and prints images/s and the ratios as a Markdown table. --amp fp32
-measures fp32 alone (and adds peak RSS), on any CPU.
+vitgrad: --amp bf16), and prints images/s and the ratios as a Markdown table, with the load
+average and how the processors' time was shared over the run (busy, idle, and taken by a
+virtual machine's host: steal). --amp fp32 measures fp32 alone (and adds peak RSS), on any
+CPU.
 
 Four environments can be measured:
   passive  OPENBLAS_CORETYPE unset, OMP_WAIT_POLICY=passive for both engines: PyTorch's
