@@ -30,8 +30,10 @@ struct Avx2Tiles {
 };
 
 // Three rounds of shuffles in registers, where a loop would take a load and a store per
-// element (tests/engine/gemm_tiles_test.cpp holds it to that loop): pairs of rows element by
-// element, then pairs of pairs, then the 128-bit halves. Moves bits only.
+// element: pairs of rows element by element, then pairs of pairs, then the 128-bit halves.
+// Moves bits only. Its plain reference is the products' own: tests/engine/gemm_tiles_test.cpp
+// holds every product with a transposed B (blocks cut at 2, 4 and 5 rows and at 4 columns) to
+// a plain loop over the untransposed operand, bit for bit.
 __attribute__((target("avx2,fma"))) void Avx2Tiles::transpose(const float* in, int64_t ld,
                                                               int rows, int cols, float* out,
                                                               int64_t ldo) {
