@@ -12,18 +12,30 @@ virtual machine's host: steal). --amp fp32 measures fp32 alone (and adds peak RS
 CPU.
 
 Four environments can be measured:
-  passive  OPENBLAS_CORETYPE unset, OMP_WAIT_POLICY=passive for both engines: PyTorch's
-           best setting here, and vitgrad's threads sleep at once too.
-  best     the same for PyTorch; vitgrad with OMP_WAIT_POLICY and GOMP_SPINCOUNT unset, so
-           with its own default (passive after 1000 rounds of spinning). PyTorch measured
-           10-15% slower with that spin, so each engine waits the way that suits it.
+  best     OPENBLAS_CORETYPE unset; each engine runs under each of the ways its OpenMP threads
+           can wait (--waits, below) and keeps its fastest, which the table names. Which way
+           is fastest differs between machines, hosts and engines: on one machine PyTorch was
+           10-15% faster sleeping at once than after a 10 us spin, on another 20-40% faster
+           spinning than sleeping at once.
+  passive  OPENBLAS_CORETYPE unset, OMP_WAIT_POLICY=passive for both engines.
   default  the environment this script was started in, as it is.
   haswell  the same with OPENBLAS_CORETYPE=Haswell, as some CI machines set it.
+
+The ways of waiting (libgomp's variables; both engines use libgomp):
+  own      OMP_WAIT_POLICY and GOMP_SPINCOUNT unset: each engine's default. vitgrad spins 1000
+           rounds (about 10 us) and then sleeps; PyTorch gets libgomp's 300000 (about 3 ms).
+  passive  OMP_WAIT_POLICY=passive: sleep at once.
+  spin     GOMP_SPINCOUNT=100000: spin about 1 ms, then sleep.
+  active   OMP_WAIT_POLICY=active: spin until work comes.
+
+Each run of an engine is one process; the engines alternate, and so do the ways of waiting
+within each repeat.
 
 Needs PyTorch: the newest one `python3` on the PATH imports (pip install torch), else
 Debian's python3-torch (/usr/bin/python3); the table's heading names the version. Not part of
 `make test`. Example:
   python3 tools/bench_vs_torch.py --vitgrad build/vitgrad --env best --env default
+  python3 tools/bench_vs_torch.py --amp fp32 --waits own,spin   # fewer runs
 """
 
 import argparse
@@ -161,24 +173,49 @@ def torch_child(spec):
 
 # --- the driver ---------------------------------------------------------------------------
 
-def environments(kind):
-    """The environments of (vitgrad, PyTorch) for one kind (see the top of this file)."""
+# How OpenMP threads wait between parallel regions (see the top of this file).
+WAITS = {
+    "own": {},
+    "passive": {"OMP_WAIT_POLICY": "passive"},
+    "spin": {"GOMP_SPINCOUNT": "100000"},
+    "active": {"OMP_WAIT_POLICY": "active"},
+}
+
+
+def with_wait(env, wait):
+    """env with the wait variables set as WAITS[wait] says and no others."""
+    env = dict(env)
+    env.pop("OMP_WAIT_POLICY", None)
+    env.pop("GOMP_SPINCOUNT", None)
+    env.update(WAITS[wait])
+    return env
+
+
+def environments(kind, waits):
+    """[(wait name, environment)] for one kind of environment (see the top of this file): the
+    same for both engines; in "best", one per way of waiting."""
     env = dict(os.environ)
     if kind in ("best", "passive"):
         env.pop("OPENBLAS_CORETYPE", None)
-        env.pop("GOMP_SPINCOUNT", None)
-        env["OMP_WAIT_POLICY"] = "passive"
     if kind == "haswell":
         env["OPENBLAS_CORETYPE"] = "Haswell"
-    vg_env = dict(env)
     if kind == "best":
-        vg_env.pop("OMP_WAIT_POLICY")
-    return vg_env, env
+        return [(w, with_wait(env, w)) for w in waits]
+    if kind == "passive":
+        return [("passive", with_wait(env, "passive"))]
+    return [("as set", env)]
 
 
 def describe(env):
     return ", ".join(f"{k}={env[k]}" if k in env else f"{k} unset"
                      for k in ("OPENBLAS_CORETYPE", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT"))
+
+
+def describe_kind(kind, envs):
+    if kind != "best":
+        return describe(envs[0][1])
+    return (f"OPENBLAS_CORETYPE unset; each engine waiting each way ({', '.join(w for w, _ in envs)}), "
+            "its fastest kept")
 
 
 def find_torch_python():
@@ -246,32 +283,41 @@ def main():
                     help="alternating runs of each engine; the best of each is kept")
     ap.add_argument("--configs", default="",
                     help="comma-separated indices into the table (0-4; default: all)")
+    ap.add_argument("--waits", default=",".join(WAITS),
+                    help="ways of waiting tried in environment 'best' (default: all of "
+                         + ", ".join(WAITS) + ")")
     ap.add_argument("--torch-child", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.torch_child:
         torch_child(json.loads(a.torch_child))
         return
     picked = [CONFIGS[int(i)] for i in a.configs.split(",")] if a.configs else CONFIGS
+    waits = a.waits.split(",")
+    unknown = [w for w in waits if w not in WAITS]
+    if unknown or not waits:
+        sys.exit(f"bench_vs_torch: unknown way of waiting {', '.join(unknown)!r} "
+                 f"(known: {', '.join(WAITS)})")
     python = a.python or find_torch_python()
     amps = a.amp.split(",")
     print(f"# threads {a.threads}, {a.steps} timed steps after {a.warmup} warm-up, "
-          f"best of {a.repeats} alternating runs per engine and mode; "
+          f"best of {a.repeats} alternating runs per engine, mode and way of waiting; "
           f"load average at start: {os.getloadavg()[0]:.2f}")
     print(f"# CPU: {cpu_name()}; PyTorch {torch_version(python)} ({python})")
     ticks_at_start = cpu_ticks()
     for kind in a.env or ["best"]:
-        vg_env, torch_env = environments(kind)
-        print(f"\n## environment '{kind}': vitgrad {describe(vg_env)}; "
-              f"PyTorch {describe(torch_env)}\n")
+        envs = environments(kind, waits)
+        print(f"\n## environment '{kind}': {describe_kind(kind, envs)}\n")
         if amps == ["fp32"]:
             print("| config | PyTorch img/s | vitgrad img/s | ratio | PyTorch RSS MB | "
-                  "vitgrad RSS MB | RSS ratio | vitgrad matmul GFLOP/s | sgemm GFLOP/s | vitgrad kernels (own + OpenBLAS) |")
-            print("|---|---|---|---|---|---|---|---|---|---|")
+                  "vitgrad RSS MB | RSS ratio | vitgrad matmul GFLOP/s | sgemm GFLOP/s | "
+                  "vitgrad kernels (own + OpenBLAS) | waits (PyTorch, vitgrad) |")
+            print("|---|---|---|---|---|---|---|---|---|---|---|")
         else:
             print("| config | PyTorch fp32 | PyTorch bf16 autocast | vitgrad fp32 | vitgrad bf16 | "
                   "bf16 / PyTorch's faster | bf16 / vitgrad fp32 | fp32 / PyTorch fp32 | "
-                  "bf16 matmul GFLOP/s | bf16 GEMM peak | sgemm peak |")
-            print("|---|---|---|---|---|---|---|---|---|---|---|")
+                  "bf16 matmul GFLOP/s | bf16 GEMM peak | sgemm peak | "
+                  "waits (PyTorch fp32, bf16; vitgrad fp32, bf16) |")
+            print("|---|---|---|---|---|---|---|---|---|---|---|---|")
         for label, dim, depth, heads, batch, norm, grn in picked:
             best = {}
             for amp in amps:
@@ -285,8 +331,9 @@ def main():
                 torch_cmd = [python, os.path.abspath(__file__), "--torch-child", json.dumps(spec)]
                 vg_runs, torch_runs = [], []
                 for _ in range(a.repeats):
-                    vg_runs.append(run_json(vg_cmd, vg_env))
-                    torch_runs.append(run_json(torch_cmd, torch_env))
+                    for wait, env in envs:
+                        vg_runs.append(dict(run_json(vg_cmd, env), wait=wait))
+                        torch_runs.append(dict(run_json(torch_cmd, env), wait=wait))
                 best[("vitgrad", amp)] = max(vg_runs, key=lambda r: r["images_per_s"])
                 best[("torch", amp)] = max(torch_runs, key=lambda r: r["images_per_s"])
                 best[("vitgrad", amp)]["peak_rss_mb"] = max(r["peak_rss_mb"] for r in vg_runs)
@@ -297,7 +344,7 @@ def main():
                 print(f"| {label} | {t['images_per_s']:.0f} | {v['images_per_s']:.0f} | "
                       f"{v['images_per_s'] / t['images_per_s']:.2f}x | {t_rss:.0f} | {v_rss:.0f} | "
                       f"{v_rss / t_rss:.2f} | {v['gflops']:.0f} | {v['sgemm_gflops']:.0f} | "
-                      f"{v['float_tiles']} + {v['blas_core']} |",
+                      f"{v['float_tiles']} + {v['blas_core']} | {t['wait']}, {v['wait']} |",
                       flush=True)
                 continue
             ips = {key: r["images_per_s"] for key, r in best.items()}
@@ -309,7 +356,9 @@ def main():
                   f"{ips[('vitgrad', 'bf16')] / ips[('vitgrad', 'fp32')]:.2f}x | "
                   f"{ips[('vitgrad', 'fp32')] / ips[('torch', 'fp32')]:.2f}x | "
                   f"{vb['gflops']:.0f} | {vb['bf16_gemm_gflops']:.0f} ({vb['bf16_units']}) | "
-                  f"{vb['sgemm_gflops']:.0f} |", flush=True)
+                  f"{vb['sgemm_gflops']:.0f} | "
+                  f"{best[('torch', 'fp32')]['wait']}, {best[('torch', 'bf16')]['wait']}; "
+                  f"{best[('vitgrad', 'fp32')]['wait']}, {vb['wait']} |", flush=True)
     print(f"\nload average at end: {os.getloadavg()[0]:.2f}; processors over the whole run: "
           f"{shares_text(ticks_at_start, cpu_ticks())}")
 
