@@ -14,9 +14,9 @@ CPU.
 Four environments can be measured:
   best     OPENBLAS_CORETYPE unset; each engine runs under each of the ways its OpenMP threads
            can wait (--waits, below) and keeps its fastest, which the table names. Which way
-           is fastest differs between machines, hosts and engines: on one machine PyTorch was
-           10-15% faster sleeping at once than after a 10 us spin, on another 20-40% faster
-           spinning than sleeping at once.
+           is fastest differs between machines, hosts and engines: the machine this script
+           was written on had PyTorch fastest sleeping at once (against a 10 us spin only);
+           on an AMD EPYC Zen 3 (docs/speed.md) PyTorch ran 20-40% faster spinning.
   passive  OPENBLAS_CORETYPE unset, OMP_WAIT_POLICY=passive for both engines.
   default  the environment this script was started in, as it is.
   haswell  the same with OPENBLAS_CORETYPE=Haswell, as some CI machines set it.
@@ -294,7 +294,7 @@ def main():
     picked = [CONFIGS[int(i)] for i in a.configs.split(",")] if a.configs else CONFIGS
     waits = a.waits.split(",")
     unknown = [w for w in waits if w not in WAITS]
-    if unknown or not waits:
+    if unknown:  # an empty --waits is one unknown, empty name
         sys.exit(f"bench_vs_torch: unknown way of waiting {', '.join(unknown)!r} "
                  f"(known: {', '.join(WAITS)})")
     python = a.python or find_torch_python()
