@@ -29,7 +29,10 @@ The ways of waiting (libgomp's variables; both engines use libgomp):
   active   OMP_WAIT_POLICY=active: spin until work comes.
 
 Each run of an engine is one process; the engines alternate, and so do the ways of waiting
-within each repeat.
+within each repeat. The ratio column takes each engine's best run over all repeats, which may
+come from different minutes; "per round" gives each repeat's own ratio (each engine's best way
+within it, the runs side by side), so their spread shows how far the machine's speed drifted
+while the table was made.
 
 Needs PyTorch: the newest one `python3` on the PATH imports (pip install torch), else
 Debian's python3-torch (/usr/bin/python3); the table's heading names the version. Not part of
@@ -266,6 +269,17 @@ def run_json(cmd, env):
     return json.loads(out.strip().splitlines()[-1])
 
 
+def best_per_round(runs, repeats):
+    """The best images/s of each repeat: runs are in repeat order, the same number in each."""
+    per = len(runs) // repeats
+    return [max(r["images_per_s"] for r in runs[i * per:(i + 1) * per]) for i in range(repeats)]
+
+
+def ratios_text(ours, theirs):
+    """Each round's ratio, in round order, e.g. "1.31x, 1.22x"."""
+    return ", ".join(f"{o / t:.2f}x" for o, t in zip(ours, theirs))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--vitgrad", default="build/vitgrad", help="the vitgrad binary")
@@ -280,7 +294,8 @@ def main():
     ap.add_argument("--steps", type=int, default=6, help="timed steps per run")
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=2,
-                    help="alternating runs of each engine; the best of each is kept")
+                    help="rounds of alternating runs of each engine; the best of each is "
+                         "kept, and each round's own ratio is printed too")
     ap.add_argument("--configs", default="",
                     help="comma-separated indices into the table (0-4; default: all)")
     ap.add_argument("--waits", default=",".join(WAITS),
@@ -310,16 +325,18 @@ def main():
         if amps == ["fp32"]:
             print("| config | PyTorch img/s | vitgrad img/s | ratio | PyTorch RSS MB | "
                   "vitgrad RSS MB | RSS ratio | vitgrad matmul GFLOP/s | sgemm GFLOP/s | "
-                  "vitgrad kernels (own + OpenBLAS) | waits (PyTorch, vitgrad) |")
-            print("|---|---|---|---|---|---|---|---|---|---|---|")
+                  "vitgrad kernels (own + OpenBLAS) | waits (PyTorch, vitgrad) | "
+                  "ratio per round |")
+            print("|---|---|---|---|---|---|---|---|---|---|---|---|")
         else:
             print("| config | PyTorch fp32 | PyTorch bf16 autocast | vitgrad fp32 | vitgrad bf16 | "
                   "bf16 / PyTorch's faster | bf16 / vitgrad fp32 | fp32 / PyTorch fp32 | "
                   "bf16 matmul GFLOP/s | bf16 GEMM peak | sgemm peak | "
-                  "waits (PyTorch fp32, bf16; vitgrad fp32, bf16) |")
-            print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+                  "waits (PyTorch fp32, bf16; vitgrad fp32, bf16) | "
+                  "bf16 / PyTorch's faster per round |")
+            print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for label, dim, depth, heads, batch, norm, grn in picked:
-            best = {}
+            best, rounds = {}, {}
             for amp in amps:
                 vg_cmd = [a.vitgrad, "bench", "--json", "--dim", str(dim), "--depth", str(depth),
                           "--heads", str(heads), "--batch", str(batch), "--mlp-ratio", "4",
@@ -338,17 +355,22 @@ def main():
                 best[("torch", amp)] = max(torch_runs, key=lambda r: r["images_per_s"])
                 best[("vitgrad", amp)]["peak_rss_mb"] = max(r["peak_rss_mb"] for r in vg_runs)
                 best[("torch", amp)]["peak_rss_mb"] = max(r["peak_rss_mb"] for r in torch_runs)
+                rounds[("vitgrad", amp)] = best_per_round(vg_runs, a.repeats)
+                rounds[("torch", amp)] = best_per_round(torch_runs, a.repeats)
             if amps == ["fp32"]:
                 v, t = best[("vitgrad", "fp32")], best[("torch", "fp32")]
                 v_rss, t_rss = v["peak_rss_mb"], t["peak_rss_mb"]
                 print(f"| {label} | {t['images_per_s']:.0f} | {v['images_per_s']:.0f} | "
                       f"{v['images_per_s'] / t['images_per_s']:.2f}x | {t_rss:.0f} | {v_rss:.0f} | "
                       f"{v_rss / t_rss:.2f} | {v['gflops']:.0f} | {v['sgemm_gflops']:.0f} | "
-                      f"{v['float_tiles']} + {v['blas_core']} | {t['wait']}, {v['wait']} |",
+                      f"{v['float_tiles']} + {v['blas_core']} | {t['wait']}, {v['wait']} | "
+                      f"{ratios_text(rounds[('vitgrad', 'fp32')], rounds[('torch', 'fp32')])} |",
                       flush=True)
                 continue
             ips = {key: r["images_per_s"] for key, r in best.items()}
             faster = max(ips[("torch", "fp32")], ips[("torch", "bf16")])
+            faster_rounds = [max(f, b) for f, b in zip(rounds[("torch", "fp32")],
+                                                      rounds[("torch", "bf16")])]
             vb = best[("vitgrad", "bf16")]
             print(f"| {label} | {ips[('torch', 'fp32')]:.1f} | {ips[('torch', 'bf16')]:.1f} | "
                   f"{ips[('vitgrad', 'fp32')]:.1f} | {ips[('vitgrad', 'bf16')]:.1f} | "
@@ -358,7 +380,8 @@ def main():
                   f"{vb['gflops']:.0f} | {vb['bf16_gemm_gflops']:.0f} ({vb['bf16_units']}) | "
                   f"{vb['sgemm_gflops']:.0f} | "
                   f"{best[('torch', 'fp32')]['wait']}, {best[('torch', 'bf16')]['wait']}; "
-                  f"{best[('vitgrad', 'fp32')]['wait']}, {vb['wait']} |", flush=True)
+                  f"{best[('vitgrad', 'fp32')]['wait']}, {vb['wait']} | "
+                  f"{ratios_text(rounds[('vitgrad', 'bf16')], faster_rounds)} |", flush=True)
     print(f"\nload average at end: {os.getloadavg()[0]:.2f}; processors over the whole run: "
           f"{shares_text(ticks_at_start, cpu_ticks())}")
 
