@@ -32,7 +32,9 @@ Each run of an engine is one process; the engines alternate, and so do the ways 
 within each repeat. The ratio column takes each engine's best run over all repeats, which may
 come from different minutes; "per round" gives each repeat's own ratio (each engine's best way
 within it, the runs side by side), so their spread shows how far the machine's speed drifted
-while the table was made.
+while the table was made. In the bf16 table, PyTorch's faster mode in round i takes its fp32
+run of round i, made before every bf16 run (the modes are measured one after the other), so
+only its bf16 side is side by side with vitgrad's bf16 run.
 
 Needs PyTorch: the newest one `python3` on the PATH imports (pip install torch), else
 Debian's python3-torch (/usr/bin/python3); the table's heading names the version. Not part of
