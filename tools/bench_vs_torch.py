@@ -28,13 +28,12 @@ The ways of waiting (libgomp's variables; both engines use libgomp):
   spin     GOMP_SPINCOUNT=100000: spin about 1 ms, then sleep.
   active   OMP_WAIT_POLICY=active: spin until work comes.
 
-Each run of an engine is one process; the engines alternate, and so do the ways of waiting
-within each repeat. The ratio column takes each engine's best run over all repeats, which may
-come from different minutes; "per round" gives each repeat's own ratio (each engine's best way
-within it, the runs side by side), so their spread shows how far the machine's speed drifted
-while the table was made. In the bf16 table, PyTorch's faster mode in round i takes its fp32
-run of round i, made before every bf16 run (the modes are measured one after the other), so
-only its bf16 side is side by side with vitgrad's bf16 run.
+Each run of an engine is one process. Within each repeat (a round) the ways of waiting take
+turns, and for each way the modes and the engines alternate, so every run of a round is made
+within minutes of the others. The ratio columns take each engine's best run over all repeats,
+which may come from different minutes; the "per round" columns give each round's own ratios
+(each engine and mode at its best way within that round), so their spread shows how far the
+machine's speed drifted while the table was made.
 
 Needs PyTorch: the newest one `python3` on the PATH imports (pip install torch), else
 Debian's python3-torch (/usr/bin/python3); the table's heading names the version. Not part of
@@ -335,30 +334,31 @@ def main():
                   "bf16 / PyTorch's faster | bf16 / vitgrad fp32 | fp32 / PyTorch fp32 | "
                   "bf16 matmul GFLOP/s | bf16 GEMM peak | sgemm peak | "
                   "waits (PyTorch fp32, bf16; vitgrad fp32, bf16) | "
-                  "bf16 / PyTorch's faster per round |")
-            print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+                  "bf16 / PyTorch's faster per round | bf16 / vitgrad fp32 per round |")
+            print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for label, dim, depth, heads, batch, norm, grn in picked:
-            best, rounds = {}, {}
+            cmds = {}  # (engine, amp) -> the command of one run
             for amp in amps:
-                vg_cmd = [a.vitgrad, "bench", "--json", "--dim", str(dim), "--depth", str(depth),
-                          "--heads", str(heads), "--batch", str(batch), "--mlp-ratio", "4",
-                          "--layerscale", "1e-4", "--norm", norm, "--threads", str(a.threads),
-                          "--steps", str(a.steps), "--warmup", str(a.warmup), "--amp", amp
-                          ] + (["--grn"] if grn else [])
+                cmds[("vitgrad", amp)] = [
+                    a.vitgrad, "bench", "--json", "--dim", str(dim), "--depth", str(depth),
+                    "--heads", str(heads), "--batch", str(batch), "--mlp-ratio", "4",
+                    "--layerscale", "1e-4", "--norm", norm, "--threads", str(a.threads),
+                    "--steps", str(a.steps), "--warmup", str(a.warmup), "--amp", amp
+                    ] + (["--grn"] if grn else [])
                 spec = dict(dim=dim, depth=depth, heads=heads, batch=batch, norm=norm, grn=grn,
                             threads=a.threads, steps=a.steps, warmup=a.warmup, amp=amp)
-                torch_cmd = [python, os.path.abspath(__file__), "--torch-child", json.dumps(spec)]
-                vg_runs, torch_runs = [], []
-                for _ in range(a.repeats):
-                    for wait, env in envs:
-                        vg_runs.append(dict(run_json(vg_cmd, env), wait=wait))
-                        torch_runs.append(dict(run_json(torch_cmd, env), wait=wait))
-                best[("vitgrad", amp)] = max(vg_runs, key=lambda r: r["images_per_s"])
-                best[("torch", amp)] = max(torch_runs, key=lambda r: r["images_per_s"])
-                best[("vitgrad", amp)]["peak_rss_mb"] = max(r["peak_rss_mb"] for r in vg_runs)
-                best[("torch", amp)]["peak_rss_mb"] = max(r["peak_rss_mb"] for r in torch_runs)
-                rounds[("vitgrad", amp)] = best_per_round(vg_runs, a.repeats)
-                rounds[("torch", amp)] = best_per_round(torch_runs, a.repeats)
+                cmds[("torch", amp)] = [python, os.path.abspath(__file__), "--torch-child",
+                                        json.dumps(spec)]
+            runs = {key: [] for key in cmds}  # in round order, len(envs) runs per round
+            for _ in range(a.repeats):
+                for wait, env in envs:
+                    for key, cmd in cmds.items():
+                        runs[key].append(dict(run_json(cmd, env), wait=wait))
+            best, rounds = {}, {}
+            for key, key_runs in runs.items():
+                best[key] = dict(max(key_runs, key=lambda r: r["images_per_s"]),
+                                 peak_rss_mb=max(r["peak_rss_mb"] for r in key_runs))
+                rounds[key] = best_per_round(key_runs, a.repeats)
             if amps == ["fp32"]:
                 v, t = best[("vitgrad", "fp32")], best[("torch", "fp32")]
                 v_rss, t_rss = v["peak_rss_mb"], t["peak_rss_mb"]
@@ -383,7 +383,9 @@ def main():
                   f"{vb['sgemm_gflops']:.0f} | "
                   f"{best[('torch', 'fp32')]['wait']}, {best[('torch', 'bf16')]['wait']}; "
                   f"{best[('vitgrad', 'fp32')]['wait']}, {vb['wait']} | "
-                  f"{ratios_text(rounds[('vitgrad', 'bf16')], faster_rounds)} |", flush=True)
+                  f"{ratios_text(rounds[('vitgrad', 'bf16')], faster_rounds)} | "
+                  f"{ratios_text(rounds[('vitgrad', 'bf16')], rounds[('vitgrad', 'fp32')])} |",
+                  flush=True)
     print(f"\nload average at end: {os.getloadavg()[0]:.2f}; processors over the whole run: "
           f"{shares_text(ticks_at_start, cpu_ticks())}")
 
