@@ -203,6 +203,7 @@ void chunks_packing_both(const Layout& layout, bool tb, int64_t m, int64_t n, in
 // The loops `best` stands for, for a product of this size on this CPU; other kinds as asked.
 Bf16Tiles chosen(Bf16Tiles tiles, int64_t m, int64_t n, int64_t k) {
   if (tiles != Bf16Tiles::best) return tiles;
+  if (bf16_model_for_tests()) return Bf16Tiles::amx_model;
   if (bf16_hardware() != Bf16Hardware::amx) return Bf16Tiles::avx512_bf16;
   return m * n * k >= kAmxMinMacs ? Bf16Tiles::amx : Bf16Tiles::fma;
 }
@@ -238,11 +239,12 @@ void product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, con
              const float* start, Bf16Tiles tiles, const Sources& from = {}) {
   if (m <= 0 || n <= 0) return;
   const Bf16Hardware units = bf16_hardware();
-  check(units != Bf16Hardware::none, "gemm_bf16: this CPU has no AVX512-BF16 (product ", m, "x", n,
-        "x", k, ")");
+  tiles = chosen(tiles, m, n, k);
+  const bool on_any_cpu = tiles == Bf16Tiles::amx_model || tiles == Bf16Tiles::fma;
+  check(units != Bf16Hardware::none || on_any_cpu,
+        "gemm_bf16: this CPU has no AVX512-BF16 (product ", m, "x", n, "x", k, ")");
   check(tiles != Bf16Tiles::amx || units == Bf16Hardware::amx,
         "gemm_bf16: AMX tiles asked for on a CPU without them");
-  tiles = chosen(tiles, m, n, k);
   if (start) beta = 0.0f;
   if (k <= 0) {  // an empty sum: C = alpha * start, or beta * C
     for (int64_t i = 0; i < m; ++i)

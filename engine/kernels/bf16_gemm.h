@@ -23,8 +23,10 @@ namespace vg {
 
 // The loops a product runs on: the best the CPU has for its size (bf16_hardware(), and float
 // fmas for a small product on an AMX CPU), or, for tests, a named kind: AVX512-BF16, the AMX
-// tiles, a plain C++ model of the AMX tiles on their packed layout that runs on any CPU with
-// AVX512-BF16, or float fmas on operands rounded to bf16 (engine/kernels/bf16_gemm_fma.cpp).
+// tiles, a plain C++ model of the AMX tiles on their packed layout, or float fmas on operands
+// rounded to bf16 (engine/kernels/bf16_gemm_fma.cpp). The model runs on any CPU, and the fmas
+// on any with AVX2 and FMA, bf16 units or not: the tests of a CPU without them use the two
+// (and use_bf16_model_for_tests, engine/kernels/matmul_precision.h, makes `best` the model).
 enum class Bf16Tiles { best, avx512_bf16, amx, amx_model, fma };
 
 // Below this many multiply-adds `best` is float fmas where the CPU has AMX: the tiles' fixed
@@ -50,7 +52,8 @@ struct Bf16Rows {
 // op(A) and op(B) rounded to bf16. With `start` (n values, e.g. a bias) each sum starts from
 // start[j] (and beta is ignored: C is not read). Splits large products over the engine's
 // threads; inside a parallel region it runs on the calling thread. Needs a CPU with
-// AVX512-BF16 (bf16_hardware() != none), and AMX for Bf16Tiles::amx; vg::Error otherwise.
+// AVX512-BF16 (bf16_hardware() != none), and AMX for Bf16Tiles::amx, except for the model and
+// fma kinds above; vg::Error otherwise.
 void gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
                const float* start = nullptr, Bf16Tiles tiles = Bf16Tiles::best);

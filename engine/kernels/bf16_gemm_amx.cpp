@@ -18,7 +18,7 @@
 //
 // The tile instructions run only where bf16_hardware() is amx. The model below does the same
 // steps in plain C++, with tdpbf16ps's own order of additions, so it gives the tiles' bits:
-// the tests hold the tiles to it on AMX machines and check the layout with it everywhere.
+// the tests hold the tiles to it on AMX machines and check the layout with it on any CPU.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -48,6 +48,7 @@ static_assert(sizeof(TileConfig) == 64);
 // The block's four C tiles in the hardware: loaded from a 32 x 32 block of floats `ld` apart
 // (ld = 0: one row read into all 32), multiplied, stored.
 struct Tiles {
+  static constexpr bool kVectorEdges = true;  // blocks at C's edges on AVX-512 (see below)
   __attribute__((target("amx-tile"))) void zero() {
     _tile_zero(0);
     _tile_zero(1);
@@ -126,6 +127,7 @@ float tile_dot(float sum, const uint32_t* a, const uint32_t* b, int64_t b_ld) {
 
 // Tiles in plain C++: the same block, the same steps, on any CPU.
 struct TilesModel {
+  static constexpr bool kVectorEdges = false;
   float sums[kBlock][kBlock];
   void zero() { std::fill(&sums[0][0], &sums[0][0] + kBlock * kBlock, 0.0f); }
   void load(const float* from, int64_t ld) {
@@ -178,10 +180,32 @@ __attribute__((target("avx512f"))) void store_edge(const float* sums, int64_t ro
       if (apply) {
         if (start) out = _mm512_add_ps(_mm512_maskz_loadu_ps(in_c, start + 16 * half), out);
         out = _mm512_mul_ps(alpha_v, out);
-        if (beta != 0.0f && !start)
-          out = _mm512_add_ps(out, _mm512_mul_ps(beta_v, _mm512_maskz_loadu_ps(in_c, to)));
+        if (beta != 0.0f && !start)  // one rounding: beta * C + out
+          out = _mm512_fmadd_ps(beta_v, _mm512_maskz_loadu_ps(in_c, to), out);
       }
       _mm512_mask_storeu_ps(to, in_c, out);
+    }
+}
+
+// load_edge and store_edge as plain loops, for the model on any CPU, with their bits: the same
+// roundings (the start and alpha apart, beta's product fused into its sum).
+void load_edge_plain(const float* c, int64_t ldc, int64_t rows, int64_t cols, float* sums) {
+  for (int64_t r = 0; r < kBlock; ++r)
+    for (int64_t s = 0; s < kBlock; ++s)
+      sums[r * kBlock + s] = r < rows && s < cols ? c[r * ldc + s] : 0.0f;
+}
+
+void store_edge_plain(const float* sums, int64_t rows, int64_t cols, bool apply, float alpha,
+                      float beta, const float* start, float* c, int64_t ldc) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t s = 0; s < cols; ++s) {
+      float out = sums[r * kBlock + s];
+      if (apply) {
+        if (start) out = start[s] + out;
+        out = alpha * out;
+        if (beta != 0.0f && !start) out = std::fma(beta, c[r * ldc + s], out);
+      }
+      c[r * ldc + s] = out;
     }
 }
 
@@ -212,7 +236,10 @@ void rows_of_blocks(TileKind& tiles, const Bf16Operands& ops, int64_t i0, int64_
         if (whole) {
           tiles.load(block, ldc);
         } else {
-          load_edge(block, ldc, rows, cols, edge);
+          if constexpr (TileKind::kVectorEdges)
+            load_edge(block, ldc, rows, cols, edge);
+          else
+            load_edge_plain(block, ldc, rows, cols, edge);
           tiles.load(edge, kBlock);
         }
       } else {
@@ -232,7 +259,11 @@ void rows_of_blocks(TileKind& tiles, const Bf16Operands& ops, int64_t i0, int64_
         continue;
       }
       tiles.store(edge, kBlock);
-      store_edge(edge, rows, cols, !in_tiles, alpha, beta, start ? start + j : nullptr, block, ldc);
+      const float* start_j = start ? start + j : nullptr;
+      if constexpr (TileKind::kVectorEdges)
+        store_edge(edge, rows, cols, !in_tiles, alpha, beta, start_j, block, ldc);
+      else
+        store_edge_plain(edge, rows, cols, !in_tiles, alpha, beta, start_j, block, ldc);
     }
   }
 }

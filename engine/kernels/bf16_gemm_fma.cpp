@@ -35,9 +35,12 @@ void bf16_product_fma(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float a
     bf16_round_rows(a, lda, ta ? k : m, ta ? m : k, a_rounded.data(), ta ? m : k);
   }
   bf16_round_rows(b, ldb, tb ? n : k, tb ? k : n, b_rounded.data(), tb ? k : n);
-  avx512_products().small_product(a_transposed, tb, m, n, k, alpha, a_rounded.data(),
-                                  a_transposed ? m : k, b_rounded.data(), tb ? k : n, beta, c, ldc,
-                                  start);
+  // AVX-512's tiles wherever there are bf16 units; AVX2's only in the tests of a CPU without
+  // them. Both make each element as the same chain of fmas.
+  static const TiledProducts& tiles =
+      __builtin_cpu_supports("avx512f") ? avx512_products() : avx2_products();
+  tiles.small_product(a_transposed, tb, m, n, k, alpha, a_rounded.data(), a_transposed ? m : k,
+                      b_rounded.data(), tb ? k : n, beta, c, ldc, start);
 }
 
 }  // namespace vg::detail

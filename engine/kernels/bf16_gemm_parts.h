@@ -32,8 +32,13 @@ struct Bf16Operands {
   bool stream_c = false;
 };
 
+// The words of packed operands. Each function here runs AVX-512 loops where the CPU has
+// AVX-512 (bf16_words_avx512.cpp) and plain loops elsewhere (plain::, below), which give the
+// same words and sums: so the packers, and the plain model of the AMX tiles behind them, run
+// in the tests on any CPU, also where --amp bf16 itself is refused for want of bf16 units.
+//
 // bf16_pair(x[2p], x[2p + 1]) into out[p] for the pairs of a row of k floats (the last pair's
-// second term zero when k is odd), with AVX-512 where the CPU has it.
+// second term zero when k is odd).
 void bf16_pairs_of_row(const float* x, int64_t k, uint32_t* out);
 // The same for `rows` rows of k <= 32 floats, ld apart, into out[i * out_ld ..].
 void bf16_pairs_of_short_rows(const float* x, int64_t ld, int64_t rows, int64_t k, uint32_t* out,
@@ -53,6 +58,26 @@ void interleave_rows_summing(int64_t k, int64_t count, const float* x, int64_t l
 // low 16 bits zero), into out, out_ld apart: the operands of bf16_product_fma.
 void bf16_round_rows(const float* x, int64_t ld, int64_t rows, int64_t cols, float* out,
                      int64_t out_ld);
+// out[c * out_ld + r] = in[r * in_ld + c] for a rows x cols matrix of 32-bit words; nothing
+// else of out is written.
+void transpose_words(const uint32_t* in, int64_t rows, int64_t cols, int64_t in_ld, uint32_t* out,
+                     int64_t out_ld);
+
+// The functions above as plain loops, which run on any CPU (bf16_words.cpp); the tests hold the
+// AVX-512 loops to them word for word.
+namespace plain {
+void pairs_of_row(const float* x, int64_t k, uint32_t* out);
+void pairs_of_short_rows(const float* x, int64_t ld, int64_t rows, int64_t k, uint32_t* out,
+                         int64_t out_ld);
+void pairs_of_rows(const float* first, const float* second, int64_t count, uint32_t* out);
+void pairs_of_kept_rows(const uint32_t* first, const uint32_t* second, int64_t count,
+                        uint32_t* out);
+void interleave_rows_summing(int64_t k, int64_t count, const float* x, int64_t ld, uint32_t* out,
+                             int64_t out_ld, double* sums);
+void round_rows(const float* x, int64_t ld, int64_t rows, int64_t cols, float* out, int64_t out_ld);
+void transpose_words(const uint32_t* in, int64_t rows, int64_t cols, int64_t in_ld, uint32_t* out,
+                     int64_t out_ld);
+}  // namespace plain
 
 // The packers that lay float operands out as Bf16Operands (engine/kernels/bf16_pack.cpp);
 // each splits its work over the engine's threads unless called inside a parallel region.
@@ -62,9 +87,6 @@ void pairs_of_rows(int64_t rows, int64_t k, const float* x, int64_t ld, uint32_t
                    int64_t out_ld);
 // Pair p of `count` columns: out[p * out_ld + i] = (x[2p * ld + i], x[(2p + 1) * ld + i]).
 void interleave_rows(int64_t k, int64_t count, const float* x, int64_t ld, uint32_t* out,
-                     int64_t out_ld);
-// out[c * out_ld + r] = in[r * in_ld + c] for a rows x cols matrix of 32-bit words.
-void transpose_words(const uint32_t* in, int64_t rows, int64_t cols, int64_t in_ld, uint32_t* out,
                      int64_t out_ld);
 // out[i * stride + p] = by_pairs[p * rows + i] (a chunk of a transposed A, as interleave_rows
 // packs it, with each row of op(A) contiguous, as the AMX tiles read it), zeros up to `stride`
@@ -98,7 +120,8 @@ void bf16_rows_amx_model(const Bf16Operands& ops, int64_t i0, int64_t i1, int64_
 
 // Row-major C (m x n) = alpha * (start + op(A) op(B)) + beta * C, start optional, with op(A)
 // and op(B) rounded to bf16 and the products summed by float fmas (engine/kernels/gemm_simd.h):
-// Bf16Tiles::fma, on the calling thread. Needs AVX-512 (every CPU with bf16 units has it).
+// Bf16Tiles::fma, on the calling thread, on the fp32 kernel's AVX-512 or AVX2 tiles (the same
+// bits).
 void bf16_product_fma(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                       const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
                       float* c, int64_t ldc, const float* start);

@@ -6,7 +6,6 @@
 
 #include "engine/core/parallel.h"
 #include "engine/kernels/bf16_gemm_parts.h"
-#include "engine/kernels/transpose16.h"
 
 namespace vg::detail {
 
@@ -39,21 +38,6 @@ void interleave_rows(int64_t k, int64_t count, const float* x, int64_t ld, uint3
       bf16_pairs_of_rows(first, 2 * p + 1 < k ? first + ld : nullptr, count, out + p * out_ld);
     }
   });
-}
-
-// out[c * out_ld + r] = in[r * in_ld + c] for a rows x cols matrix of words, 16 x 16 at a
-// time in registers; nothing else of out is written.
-__attribute__((target("avx512f"))) void transpose_words(const uint32_t* in, int64_t rows,
-                                                        int64_t cols, int64_t in_ld, uint32_t* out,
-                                                        int64_t out_ld) {
-  const float* from = reinterpret_cast<const float*>(in);  // moved, never computed on
-  float* to = reinterpret_cast<float*>(out);
-  for (int64_t c = 0; c < cols; c += 16)
-    for (int64_t r = 0; r < rows; r += 16) {
-      const int height = int(std::min<int64_t>(16, rows - r));
-      transpose16(from + r * in_ld + c, in_ld, height, int(std::min<int64_t>(16, cols - c)),
-                  to + c * out_ld + r, out_ld, height);
-    }
 }
 
 void pairs_to_rows(const uint32_t* by_pairs, int64_t pairs, int64_t rows, uint32_t* out,

@@ -6,8 +6,7 @@
 // is read or written once per chunk of k (engine/kernels/gemm_tiled.h). The tiles are
 // AVX-512's (gemm_avx512.cpp) where the CPU has it, else AVX2's with FMA (gemm_avx2.cpp),
 // chosen at run time; with neither, or with VITGRAD_GEMM=blas, OpenBLAS does every product.
-// Internal to the engine's kernels (blas.cpp, and bf16_gemm_fma.cpp for the AVX-512 small
-// products).
+// Internal to the engine's kernels (blas.cpp, and bf16_gemm_fma.cpp for the small products).
 #pragma once
 
 #include <cstdint>
@@ -53,9 +52,10 @@ bool gemm_simd_small(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float al
 
 // One kind of tiles' products, which assume the CPU has its instructions: gemm_simd's,
 // gemm_simd_tn_sums' and gemm_simd_small's without its checks, the last with `start` as
-// gemm_simd takes it (m, n and k positive, not both operands transposed). AVX-512's small
-// products also sum small bf16 products on operands already rounded to bf16
-// (engine/kernels/bf16_gemm_fma.cpp).
+// gemm_simd takes it (m, n and k positive, not both operands transposed). The small products
+// also sum small bf16 products on operands already rounded to bf16
+// (engine/kernels/bf16_gemm_fma.cpp): AVX-512's, and AVX2's in the tests of a CPU without
+// bf16 units.
 struct TiledProducts {
   bool (*product)(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                   int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,

@@ -15,6 +15,7 @@ namespace vg {
 namespace {
 
 std::atomic<MatmulPrecision> g_precision{MatmulPrecision::fp32};
+std::atomic<bool> g_bf16_model{false};
 
 // XCR0: the register states the operating system saves on a context switch.
 uint64_t xcr0() {
@@ -79,8 +80,17 @@ MatmulPrecision matmul_precision() {
   return g_precision.load(std::memory_order_relaxed);
 }
 
+void use_bf16_model_for_tests(bool on) {
+  g_bf16_model.store(on, std::memory_order_relaxed);
+}
+
+bool bf16_model_for_tests() {
+  return g_bf16_model.load(std::memory_order_relaxed);
+}
+
 void check_matmul_precision_supported(MatmulPrecision precision) {
-  check(precision != MatmulPrecision::bf16 || bf16_hardware() != Bf16Hardware::none,
+  check(precision != MatmulPrecision::bf16 || bf16_hardware() != Bf16Hardware::none ||
+            bf16_model_for_tests(),
         "bf16 matrix products: this CPU has neither AVX512-BF16 nor AMX-BF16 "
         "(/proc/cpuinfo flags avx512_bf16, amx_bf16); use fp32");
 }

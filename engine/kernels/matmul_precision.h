@@ -33,6 +33,13 @@ void check_matmul_precision_supported(MatmulPrecision precision);
 // Sets the mode, after check_matmul_precision_supported.
 void set_matmul_precision(MatmulPrecision precision);
 
+// For tests: with `on`, bf16 mode runs on any CPU, every bf16 product on the plain model of the
+// AMX tiles (engine/kernels/bf16_gemm.h, Bf16Tiles::amx_model), so that the tests of the bf16
+// paths through the ops run where there are no bf16 units. Slow, and only for tests: --amp bf16
+// stays refused on such a CPU. Off (the CPU's own loops) again with false.
+void use_bf16_model_for_tests(bool on);
+bool bf16_model_for_tests();
+
 // bf16 where the CPU has bf16 units (bf16_hardware() != none), fp32 elsewhere: what --amp auto
 // picks.
 MatmulPrecision best_matmul_precision();

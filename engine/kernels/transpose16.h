@@ -2,7 +2,7 @@
 // where a scalar loop would take a load and a store per element. The shuffles move bits and
 // do no arithmetic, so the same function turns floats and packed bf16 pairs around.
 // Internal to the kernels that pack operands (engine/kernels/gemm_avx512.cpp,
-// engine/kernels/bf16_pack.cpp).
+// engine/kernels/bf16_words_avx512.cpp).
 #pragma once
 
 #include <immintrin.h>

@@ -16,6 +16,7 @@
 #include "engine/kernels/bf16.h"
 #include "engine/kernels/blas.h"
 #include "engine/kernels/matmul_precision.h"
+#include "tests/engine/bf16_tiles_helpers.h"
 
 using namespace vg;
 
@@ -63,12 +64,9 @@ struct Case {
   bool tight = false;  // rows of A and B end to end (lda, ldb as small as they can be)
 };
 
-// The loops this CPU can run: AVX512-BF16, the plain model of the AMX tiles (on their padded
-// layout), float fmas on rounded operands, and the AMX tiles themselves where the CPU has them.
+// The loops this CPU can run (the plain model of the AMX tiles on any CPU).
 std::vector<Bf16Tiles> runnable_tiles() {
-  std::vector<Bf16Tiles> kinds = {Bf16Tiles::avx512_bf16, Bf16Tiles::amx_model, Bf16Tiles::fma};
-  if (bf16_hardware() == Bf16Hardware::amx) kinds.push_back(Bf16Tiles::amx);
-  return kinds;
+  return testing::bf16_tiles_here();
 }
 
 // Runs gemm_bf16 on one and on two threads (the same bits), checks it against the float64 sum
@@ -143,10 +141,6 @@ void check_case(const Case& s) {
 // and C shared among threads by rows and by columns.
 TEST_CASE(
     "gemm_bf16 matches a float64 reference within the bound of bf16 operands and float sums") {
-  if (!have_bf16()) {
-    MESSAGE("skipped: this CPU has no AVX512-BF16");
-    return;
-  }
   for (const Bf16Tiles tiles : runnable_tiles()) {
     for (bool ta : {false, true})
       for (bool tb : {false, true}) {
@@ -182,10 +176,6 @@ TEST_CASE(
 // ones, the first chain stays at 2^24 (2^24 + 1 is a tie, rounded to even) and cancels the second:
 // the tiles give 0, where pair-by-pair sums give 15.
 TEST_CASE("the model of the AMX tiles sums a step's first and second terms apart, as tdpbf16ps") {
-  if (!have_bf16()) {
-    MESSAGE("skipped: this CPU has no AVX512-BF16");
-    return;
-  }
   const int64_t k = 32;
   std::vector<float> a(k, 0.0f), b(k, 1.0f);
   a[0] = 16777216.0f, a[1] = -16777216.0f;
@@ -283,8 +273,8 @@ TEST_CASE("on an AMX machine small products run on float fmas, large ones on til
 // rounded operands, bit for bit: the route changes what is multiplied, not how it is summed. Both
 // operands transposed, op(A) is written out first: the bits of the product with A turned.
 TEST_CASE("bf16 products on fmas are fp32's products of the operands rounded to bf16") {
-  if (!have_bf16()) {
-    MESSAGE("skipped: this CPU has no AVX512-BF16");
+  if (!testing::cpu_runs_bf16_fmas()) {
+    MESSAGE("skipped: this CPU has no AVX2 and FMA");
     return;
   }
   Rng rng(13);
@@ -353,10 +343,6 @@ TEST_CASE("on an AMX machine a C written past the caches has the model's bits") 
 // must give to_bf16's bits, ties, NaN and infinity included. k = 1, 40 and 77 reach both the
 // vector bodies and the scalar tails of the packing.
 TEST_CASE("gemm_bf16 rounds its operands exactly as to_bf16 does") {
-  if (!have_bf16()) {
-    MESSAGE("skipped: this CPU has no AVX512-BF16");
-    return;
-  }
   const float ties[] = {1.00390625f,  // 1 + 2^-8: a tie, down to even
                         1.01171875f,  // 1 + 3 * 2^-8: a tie, up to even
                         -1.00390625f, 3.0e38f, -0.0f};
@@ -396,10 +382,7 @@ TEST_CASE("gemm_bf16 rounds its operands exactly as to_bf16 does") {
 
 TEST_CASE(
     "in bf16 mode the engine's float products are gemm_bf16's; fp32 and double stay as they were") {
-  if (!have_bf16()) {
-    MESSAGE("skipped: this CPU has no AVX512-BF16");
-    return;
-  }
+  const testing::Bf16ModelWhereNeeded model;  // on a CPU without bf16 units
   Rng rng(3);
   const int64_t m = 100, n = 40, k = 64;
   const auto a = random_floats(m * k, rng), b = random_floats(n * k, rng),
@@ -429,6 +412,41 @@ TEST_CASE(
   int differ = 0;  // and bf16 is really another product
   for (int64_t i = 0; i < m * n; ++i) differ += bf16[i] != fp32[i];
   CHECK(differ > m * n / 2);
+}
+
+// The loops that need bf16 units are one clear error on a CPU without them, and leave C as it
+// was; the plain model of the AMX tiles runs on any CPU.
+TEST_CASE("gemm_bf16 on loops the CPU lacks is one clear error; the AMX model runs anywhere") {
+  const std::vector<float> a(6 * 4, 1.0f), b(4 * 5, 2.0f);
+  std::vector<float> c(6 * 5, -1.0f);
+  auto run = [&](Bf16Tiles tiles) {
+    gemm_bf16(false, false, 6, 5, 4, 1.0f, a.data(), 4, b.data(), 5, 0.0f, c.data(), 5, nullptr,
+              tiles);
+  };
+  if (!have_bf16()) {
+    for (const Bf16Tiles tiles : {Bf16Tiles::best, Bf16Tiles::avx512_bf16})
+      CHECK_THROWS_WITH_AS(run(tiles), "gemm_bf16: this CPU has no AVX512-BF16 (product 6x5x4)",
+                           Error);
+    CHECK(c == std::vector<float>(6 * 5, -1.0f));
+  }
+  if (bf16_hardware() != Bf16Hardware::amx)
+    CHECK_THROWS_WITH_AS(run(Bf16Tiles::amx),
+                         have_bf16() ? "gemm_bf16: AMX tiles asked for on a CPU without them"
+                                     : "gemm_bf16: this CPU has no AVX512-BF16 (product 6x5x4)",
+                         Error);
+  run(Bf16Tiles::amx_model);
+  CHECK(c == std::vector<float>(6 * 5, 8.0f));  // 4 terms of 1 x 2, exact in bf16 and float
+  if (have_bf16()) return;
+  // For the tests of the ops in bf16 mode, the model can stand in for the units, and only then.
+  use_bf16_model_for_tests(true);
+  set_matmul_precision(MatmulPrecision::bf16);
+  std::fill(c.begin(), c.end(), -1.0f);
+  run(Bf16Tiles::best);
+  CHECK(c == std::vector<float>(6 * 5, 8.0f));
+  set_matmul_precision(MatmulPrecision::fp32);
+  use_bf16_model_for_tests(false);
+  CHECK_THROWS_AS(set_matmul_precision(MatmulPrecision::bf16), Error);
+  CHECK_THROWS_AS(run(Bf16Tiles::best), Error);
 }
 
 TEST_CASE("a precision is fp32, bf16 or auto; anything else is one clear error") {

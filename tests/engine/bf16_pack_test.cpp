@@ -5,13 +5,13 @@
 #include <doctest/doctest.h>
 
 #include <bit>
+#include <cstring>
 #include <limits>
 #include <vector>
 
 #include "engine/core/rng.h"
 #include "engine/kernels/bf16.h"
 #include "engine/kernels/bf16_gemm_parts.h"
-#include "engine/kernels/matmul_precision.h"
 
 using namespace vg;
 
@@ -39,10 +39,6 @@ std::vector<float> edge_floats(int64_t n, int every, bool subnormals, Rng& rng) 
 }  // namespace
 
 TEST_CASE("the bf16 packers give bf16_pair's words, subnormals, ties, NaN and infinity included") {
-  if (bf16_hardware() == Bf16Hardware::none) {
-    MESSAGE("skipped: this CPU has no AVX512-BF16");
-    return;
-  }
   Rng rng(3);
   for (bool subnormals : {false, true})
     for (int64_t k : {1, 2, 15, 16, 31, 32, 33, 77, 200}) {
@@ -55,35 +51,41 @@ TEST_CASE("the bf16 packers give bf16_pair's words, subnormals, ties, NaN and in
         return bf16_pair(row[2 * p], 2 * p + 1 < k ? row[2 * p + 1] : 0.0f);
       };
       // One row's consecutive pairs.
-      std::vector<uint32_t> words(size_t(pairs), 7u);
+      std::vector<uint32_t> words(size_t(pairs), 7u), plain_words(size_t(pairs), 7u);
       detail::bf16_pairs_of_row(x.data(), k, words.data());
+      detail::plain::pairs_of_row(x.data(), k, plain_words.data());
       for (int64_t p = 0; p < pairs; ++p) CHECK(words[p] == pair_at(x.data(), p));
+      CHECK(plain_words == words);
       // Short rows (k <= 32), ld apart.
       if (k <= 32) {
         std::vector<uint32_t> rows(size_t(3 * pairs), 7u);
+        std::vector<uint32_t> plain_rows(rows.size(), 7u);
         detail::bf16_pairs_of_short_rows(x.data(), k, 3, k, rows.data(), (k + 1) / 2);
+        detail::plain::pairs_of_short_rows(x.data(), k, 3, k, plain_rows.data(), (k + 1) / 2);
         for (int64_t r = 0; r < 3; ++r)
           for (int64_t p = 0; p < pairs; ++p)
             CHECK(rows[r * pairs + p] == pair_at(x.data() + r * k, p));
+        CHECK(plain_rows == rows);
       }
       // Two rows side by side, and one row with zeros beside it.
       std::vector<uint32_t> both(size_t(k), 7u), alone(size_t(k), 7u);
+      std::vector<uint32_t> plain_both(size_t(k), 7u), plain_alone(size_t(k), 7u);
       detail::bf16_pairs_of_rows(x.data(), y.data(), k, both.data());
       detail::bf16_pairs_of_rows(x.data(), nullptr, k, alone.data());
+      detail::plain::pairs_of_rows(x.data(), y.data(), k, plain_both.data());
+      detail::plain::pairs_of_rows(x.data(), nullptr, k, plain_alone.data());
       for (int64_t i = 0; i < k; ++i) {
         CHECK(both[i] == bf16_pair(x[i], y[i]));
         CHECK(alone[i] == bf16_pair(x[i], 0.0f));
       }
+      CHECK(plain_both == both);
+      CHECK(plain_alone == alone);
     }
 }
 
 // The operands of the fmas' route: each float rounded as to_bf16 rounds it, kept as a float,
 // rows ld apart into rows out_ld apart, the floats between untouched; rows end to end as one.
 TEST_CASE("bf16_round_rows gives to_bf16's values, subnormals, ties, NaN and infinity included") {
-  if (bf16_hardware() == Bf16Hardware::none) {
-    MESSAGE("skipped: this CPU has no AVX512-BF16");
-    return;
-  }
   Rng rng(9);
   for (const int64_t cols : {1, 15, 16, 17, 50})
     for (const bool end_to_end : {false, true}) {
@@ -92,8 +94,10 @@ TEST_CASE("bf16_round_rows gives to_bf16's values, subnormals, ties, NaN and inf
       const int64_t rows = 3, ld = end_to_end ? cols : cols + 5,
                     out_ld = end_to_end ? cols : cols + 2;
       const std::vector<float> x = edge_floats(rows * ld, 3, true, rng);
-      std::vector<float> out(size_t(rows * out_ld), 7.0f);
+      std::vector<float> out(size_t(rows * out_ld), 7.0f), plain_out(out.size(), 7.0f);
       detail::bf16_round_rows(x.data(), ld, rows, cols, out.data(), out_ld);
+      detail::plain::round_rows(x.data(), ld, rows, cols, plain_out.data(), out_ld);
+      CHECK(std::memcmp(plain_out.data(), out.data(), out.size() * sizeof(float)) == 0);
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t j = 0; j < out_ld; ++j) {
           const uint32_t got = std::bit_cast<uint32_t>(out[r * out_ld + j]);
@@ -108,10 +112,6 @@ TEST_CASE("bf16_round_rows gives to_bf16's values, subnormals, ties, NaN and inf
 // 32q + j, B stored as it is or transposed; the columns past n and the pair rows past the last
 // (the tiles' padding) are zero, and so is an odd k's last second term.
 TEST_CASE("pack_b lays B's pairs of rows out as panels, the padding zero") {
-  if (bf16_hardware() == Bf16Hardware::none) {
-    MESSAGE("skipped: this CPU has no AVX512-BF16");
-    return;
-  }
   Rng rng(5);
   const int64_t width = 32;
   // 901 x 300: enough words that the pairs are split over the threads.
@@ -148,6 +148,46 @@ TEST_CASE("pack_b lays B's pairs of rows out as panels, the padding zero") {
         detail::pack_kept_b(k, n, kept.data(), ld, width, stride, from_kept.data());
         CHECK(from_kept == out);
       }
+}
+
+// A transposed A's chunk as pairs of rows, with each column's sum taken in double in the order
+// of k as it is packed (a weight gradient's bias gradient), and words turned around: the words
+// between are left alone. Both ways (AVX-512 where the CPU has it, plain loops) alike.
+TEST_CASE("interleave_rows_summing and transpose_words give their definitions' words and sums") {
+  Rng rng(17);
+  for (const int64_t k : {1, 2, 9, 40})
+    for (const int64_t count : {1, 15, 16, 70}) {
+      CAPTURE(k);
+      CAPTURE(count);
+      const int64_t ld = count + 3, out_ld = count + 2, pairs = (k + 1) / 2;
+      const std::vector<float> x = edge_floats(k * ld, 0, false, rng);
+      std::vector<double> want_sums(size_t(count), 0.5);
+      std::vector<uint32_t> want(size_t(pairs * out_ld), 7u);
+      for (int64_t p = 0; p < pairs; ++p)
+        for (int64_t i = 0; i < count; ++i) {
+          const float first = x[2 * p * ld + i],
+                      second = 2 * p + 1 < k ? x[(2 * p + 1) * ld + i] : 0.0f;
+          want[p * out_ld + i] = bf16_pair(first, second);
+          want_sums[i] += double(first);
+          if (2 * p + 1 < k) want_sums[i] += double(second);
+        }
+      for (const bool plain : {false, true}) {
+        CAPTURE(plain);
+        std::vector<double> sums(size_t(count), 0.5);
+        std::vector<uint32_t> out(want.size(), 7u);
+        (plain ? detail::plain::interleave_rows_summing : detail::interleave_rows_summing)(
+            k, count, x.data(), ld, out.data(), out_ld, sums.data());
+        CHECK(out == want);
+        CHECK(sums == want_sums);
+        // The words (pairs x count, out_ld apart) turned around: count x pairs, pairs + 1 apart.
+        std::vector<uint32_t> turned(size_t(count * (pairs + 1)), 9u);
+        (plain ? detail::plain::transpose_words : detail::transpose_words)(
+            out.data(), pairs, count, out_ld, turned.data(), pairs + 1);
+        for (int64_t c = 0; c < count; ++c)
+          for (int64_t r = 0; r <= pairs; ++r)
+            CHECK(turned[c * (pairs + 1) + r] == (r < pairs ? out[r * out_ld + c] : 9u));
+      }
+    }
 }
 
 TEST_CASE("packed operands start on a cache line at every size, grown or not") {

@@ -13,6 +13,7 @@
 #include "engine/core/rng.h"
 #include "engine/core/storage.h"
 #include "engine/kernels/matmul_precision.h"
+#include "tests/engine/bf16_tiles_helpers.h"
 #include "tests/engine/gradcheck_helpers.h"
 
 using namespace vg;
@@ -158,10 +159,7 @@ TEST_CASE("in bf16 mode each fused linear's output has the op-by-op graph's bits
   // Every product of both graphs reads bf16 operands; the fused ones make their maps' values
   // again in backward, or keep them from the forward as bf16 (LayerNorm's, an affine's). The
   // same bits and forward FLOPs; unscaled gradients keep the bits too.
-  if (bf16_hardware() == Bf16Hardware::none) {
-    MESSAGE("skipped: this CPU has no AVX512-BF16");
-    return;
-  }
+  const testing::Bf16ModelWhereNeeded model;  // on a CPU without bf16 units
   const MatmulPrecisionGuard amp(MatmulPrecision::bf16);
   std::vector<Case> all = cases();
   for (const GeluApprox approx : {GeluApprox::none, GeluApprox::tanh})
@@ -280,10 +278,7 @@ TEST_CASE("layer_norm_linear keeps x for backward, never the normalised x") {
 TEST_CASE("in bf16 mode layer_norm_linear keeps the normalised x as bf16, half its bytes") {
   // dW's product reads the normalised x rounded to bf16: kept from the forward (with the
   // statistics), backward makes nothing again. x is 64 KiB, its bf16 copy 32 KiB.
-  if (bf16_hardware() == Bf16Hardware::none) {
-    MESSAGE("skipped: this CPU has no AVX512-BF16");
-    return;
-  }
+  const testing::Bf16ModelWhereNeeded model;  // on a CPU without bf16 units
   const MatmulPrecisionGuard amp(MatmulPrecision::bf16);
   Rng rng(93);
   Tensor x = randn({64, 256}, rng).set_requires_grad();

@@ -17,6 +17,7 @@
 #include "engine/kernels/im2col.h"
 #include "engine/kernels/matmul_precision.h"
 #include "engine/ops/ops.h"
+#include "tests/engine/bf16_tiles_helpers.h"
 #include "tests/engine/gradcheck_helpers.h"
 
 using namespace vg;
@@ -53,10 +54,8 @@ MadeRows made_from(const std::vector<float>& stored, int64_t rows, int64_t cols,
 // threads.
 template <class Check>
 void for_each_setting(Check check) {
-  std::vector<Bf16Tiles> kinds{Bf16Tiles::avx512_bf16, Bf16Tiles::amx_model};
-  if (bf16_hardware() == Bf16Hardware::amx) kinds.push_back(Bf16Tiles::amx);
   const int threads = num_threads();
-  for (const Bf16Tiles tiles : kinds)
+  for (const Bf16Tiles tiles : testing::bf16_tiles_here(/*with_fma=*/false))
     for (int t : {1, 2}) {
       INFO("tiles ", int(tiles), ", threads ", t);
       set_num_threads(t);
@@ -68,10 +67,6 @@ void for_each_setting(Check check) {
 }  // namespace
 
 TEST_CASE("a bf16 product with an operand made on demand has the stored product's bits") {
-  if (bf16_hardware() == Bf16Hardware::none) {
-    MESSAGE("skipped: this CPU has no AVX512-BF16");
-    return;
-  }
   struct Shape3 {
     int64_t m, n, k;
   };
@@ -113,8 +108,8 @@ TEST_CASE("a bf16 product with an operand made on demand has the stored product'
 // On float fmas (a small product's route on AMX machines) the made operand is made whole
 // first, and the product has the stored product's bits, in both directions.
 TEST_CASE("a small bf16 product on fmas with an operand made on demand has the stored bits") {
-  if (bf16_hardware() == Bf16Hardware::none) {
-    MESSAGE("skipped: this CPU has no AVX512-BF16");
+  if (!testing::cpu_runs_bf16_fmas()) {
+    MESSAGE("skipped: this CPU has no AVX2 and FMA");
     return;
   }
   Rng rng(21);
@@ -135,8 +130,8 @@ TEST_CASE("a small bf16 product on fmas with an operand made on demand has the s
 }
 
 TEST_CASE("gemm_bias_made and gemm_tn_made have the stored products' bits in either precision") {
-  std::vector<MatmulPrecision> precisions{MatmulPrecision::fp32};
-  if (bf16_hardware() != Bf16Hardware::none) precisions.push_back(MatmulPrecision::bf16);
+  const testing::Bf16ModelWhereNeeded model;  // bf16 on a CPU without bf16 units too
+  const MatmulPrecision precisions[] = {MatmulPrecision::fp32, MatmulPrecision::bf16};
   Rng rng(5);
   const int64_t rows = 900, k = 72, n = 24;
   const auto x = random_floats(rows * k, rng), w = random_floats(n * k, rng);
@@ -157,10 +152,7 @@ TEST_CASE("gemm_bias_made and gemm_tn_made have the stored products' bits in eit
 }
 
 TEST_CASE("conv2d in bf16 mode has its stored form's bits, its columns made from the image") {
-  if (bf16_hardware() == Bf16Hardware::none) {
-    MESSAGE("skipped: this CPU has no AVX512-BF16");
-    return;
-  }
+  const testing::Bf16ModelWhereNeeded model;  // on a CPU without bf16 units
   const MatmulPrecisionGuard amp(MatmulPrecision::bf16);
   const int64_t c_in = 8, c_out = 16, len = 9 * c_in;  // rows of 72 columns: made, not kept
   for (const int64_t stride : {1, 2}) {

@@ -15,6 +15,7 @@
 #include "engine/kernels/blas.h"
 #include "engine/kernels/matmul_precision.h"
 #include "engine/ops/ops.h"
+#include "tests/engine/bf16_tiles_helpers.h"
 #include "tests/engine/gradcheck_helpers.h"
 
 using namespace vg;
@@ -48,7 +49,8 @@ std::vector<float> columns_to_sum(int64_t k, int64_t m, uint64_t seed) {
 }
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  return a.size() == b.size() &&
+         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
 // The column sums of A (k x m) as the `sum` op takes them.
@@ -59,20 +61,14 @@ std::vector<float> sum_op_columns(const std::vector<float>& a, const Shape3& s) 
   return std::vector<float>(col.data<float>(), col.data<float>() + s.m);
 }
 
-// Every kind of bf16 tiles this CPU can run.
+// Every kind of bf16 tiles this CPU can run (the plain model of the AMX tiles on any CPU).
 std::vector<Bf16Tiles> runnable_tiles() {
-  std::vector<Bf16Tiles> kinds{Bf16Tiles::avx512_bf16, Bf16Tiles::amx_model, Bf16Tiles::fma};
-  if (bf16_hardware() == Bf16Hardware::amx) kinds.push_back(Bf16Tiles::amx);
-  return kinds;
+  return testing::bf16_tiles_here();
 }
 
 }  // namespace
 
 TEST_CASE("a bf16 weight gradient with its column sums has the product's and sum's bits") {
-  if (bf16_hardware() == Bf16Hardware::none) {
-    MESSAGE("skipped: this CPU has no AVX512-BF16");
-    return;
-  }
   const std::vector<Bf16Tiles> kinds = runnable_tiles();
   const int threads = num_threads();
   for (const Shape3 s : kShapes) {
@@ -96,10 +92,6 @@ TEST_CASE("a bf16 weight gradient with its column sums has the product's and sum
 // A linear's forward keeps its input X (k x n) as the product rounded it; its weight gradient
 // dY^T X then reads those words instead of the floats: the same bits, for every kind of tiles.
 TEST_CASE("a bf16 input kept by the forward gives its weight gradient the floats' bits") {
-  if (bf16_hardware() == Bf16Hardware::none) {
-    MESSAGE("skipped: this CPU has no AVX512-BF16");
-    return;
-  }
   const std::vector<Bf16Tiles> kinds = runnable_tiles();
   const int threads = num_threads();
   Rng rng(4);
@@ -143,7 +135,7 @@ TEST_CASE("a bf16 input kept by the forward gives its weight gradient the floats
 TEST_CASE("gemm_tn_sums gives gemm's product and sum's column sums in fp32, bf16 and double") {
   const int threads = num_threads();
   for (const MatmulPrecision precision : {MatmulPrecision::fp32, MatmulPrecision::bf16}) {
-    if (precision == MatmulPrecision::bf16 && bf16_hardware() == Bf16Hardware::none) continue;
+    const testing::Bf16ModelWhereNeeded model;  // bf16 on a CPU without bf16 units too
     const MatmulPrecisionGuard mode(precision);
     for (const Shape3 s : kShapes)
       for (int t : {1, 2}) {
@@ -183,7 +175,7 @@ TEST_CASE("a linear's bias gradient is sum(dy) bit for bit, with or without its 
   // from the sum op. Both must be the sum op's bits.
   const int threads = num_threads();
   for (const MatmulPrecision precision : {MatmulPrecision::fp32, MatmulPrecision::bf16}) {
-    if (precision == MatmulPrecision::bf16 && bf16_hardware() == Bf16Hardware::none) continue;
+    const testing::Bf16ModelWhereNeeded model;  // bf16 on a CPU without bf16 units too
     const MatmulPrecisionGuard mode(precision);
     for (const int64_t out : {int64_t{1}, int64_t{40}})
       for (const bool weight_learns : {true, false})
