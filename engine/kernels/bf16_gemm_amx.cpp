@@ -45,10 +45,74 @@ struct alignas(64) TileConfig {
 };
 static_assert(sizeof(TileConfig) == 64);
 
+// The lanes of a row of a block that lie inside C: 16 at a time, `cols` in all.
+__mmask16 lanes(int64_t cols, int half) {
+  const int64_t n = std::clamp<int64_t>(cols - 16 * half, 0, 16);
+  return __mmask16((1u << n) - 1);
+}
+
+// The block at C's edge (rows x cols of it) into `sums`, zeros past the edge, for tiles that
+// continue C's sums.
+__attribute__((target("avx512f"))) void load_edge_avx512(const float* c, int64_t ldc, int64_t rows,
+                                                         int64_t cols, float* sums) {
+  for (int64_t r = 0; r < kBlock; ++r)
+    for (int half = 0; half < 2; ++half) {
+      const __mmask16 in_c = r < rows ? lanes(cols, half) : __mmask16(0);
+      _mm512_store_ps(sums + r * kBlock + 16 * half,
+                      _mm512_maskz_loadu_ps(in_c, c + r * ldc + 16 * half));
+    }
+}
+
+// The tiles' sums of a block (32 floats a row) into C's rows x cols of it: as they are, or
+// (`apply`) as alpha * (start + sum) + beta * C, C read only where beta is not zero.
+__attribute__((target("avx512f"))) void store_edge_avx512(const float* sums, int64_t rows,
+                                                          int64_t cols, bool apply, float alpha,
+                                                          float beta, const float* start, float* c,
+                                                          int64_t ldc) {
+  const __m512 alpha_v = _mm512_set1_ps(alpha), beta_v = _mm512_set1_ps(beta);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int half = 0; half < 2 && 16 * half < cols; ++half) {
+      const __mmask16 in_c = lanes(cols, half);
+      float* to = c + r * ldc + 16 * half;
+      __m512 out = _mm512_load_ps(sums + r * kBlock + 16 * half);
+      if (apply) {
+        if (start) out = _mm512_add_ps(_mm512_maskz_loadu_ps(in_c, start + 16 * half), out);
+        out = _mm512_mul_ps(alpha_v, out);
+        if (beta != 0.0f && !start)  // one rounding: beta * C + out
+          out = _mm512_fmadd_ps(beta_v, _mm512_maskz_loadu_ps(in_c, to), out);
+      }
+      _mm512_mask_storeu_ps(to, in_c, out);
+    }
+}
+
+// The two as plain loops, for the model on any CPU, with their bits: the same roundings (the start
+// and alpha apart, beta's product fused into its sum).
+void load_edge_plain(const float* c, int64_t ldc, int64_t rows, int64_t cols, float* sums) {
+  for (int64_t r = 0; r < kBlock; ++r)
+    for (int64_t s = 0; s < kBlock; ++s)
+      sums[r * kBlock + s] = r < rows && s < cols ? c[r * ldc + s] : 0.0f;
+}
+
+void store_edge_plain(const float* sums, int64_t rows, int64_t cols, bool apply, float alpha,
+                      float beta, const float* start, float* c, int64_t ldc) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t s = 0; s < cols; ++s) {
+      float out = sums[r * kBlock + s];
+      if (apply) {
+        if (start) out = start[s] + out;
+        out = alpha * out;
+        if (beta != 0.0f && !start) out = std::fma(beta, c[r * ldc + s], out);
+      }
+      c[r * ldc + s] = out;
+    }
+}
+
 // The block's four C tiles in the hardware: loaded from a 32 x 32 block of floats `ld` apart
 // (ld = 0: one row read into all 32), multiplied, stored.
 struct Tiles {
-  static constexpr bool kVectorEdges = true;  // blocks at C's edges on AVX-512 (see below)
+  // Blocks at C's edges go through a buffer (rows_of_blocks), on AVX-512.
+  static constexpr auto load_edge = load_edge_avx512;
+  static constexpr auto store_edge = store_edge_avx512;
   __attribute__((target("amx-tile"))) void zero() {
     _tile_zero(0);
     _tile_zero(1);
@@ -127,7 +191,8 @@ float tile_dot(float sum, const uint32_t* a, const uint32_t* b, int64_t b_ld) {
 
 // Tiles in plain C++: the same block, the same steps, on any CPU.
 struct TilesModel {
-  static constexpr bool kVectorEdges = false;
+  static constexpr auto load_edge = load_edge_plain;
+  static constexpr auto store_edge = store_edge_plain;
   float sums[kBlock][kBlock];
   void zero() { std::fill(&sums[0][0], &sums[0][0] + kBlock * kBlock, 0.0f); }
   void load(const float* from, int64_t ld) {
@@ -147,67 +212,6 @@ struct TilesModel {
   }
   void store_streaming(float* to, int64_t ld, float*) const { store(to, ld); }
 };
-
-// The lanes of a row of a block that lie inside C: 16 at a time, `cols` in all.
-__mmask16 lanes(int64_t cols, int half) {
-  const int64_t n = std::clamp<int64_t>(cols - 16 * half, 0, 16);
-  return __mmask16((1u << n) - 1);
-}
-
-// The block at C's edge (rows x cols of it) into `sums`, zeros past the edge, for tiles that
-// continue C's sums.
-__attribute__((target("avx512f"))) void load_edge(const float* c, int64_t ldc, int64_t rows,
-                                                  int64_t cols, float* sums) {
-  for (int64_t r = 0; r < kBlock; ++r)
-    for (int half = 0; half < 2; ++half) {
-      const __mmask16 in_c = r < rows ? lanes(cols, half) : __mmask16(0);
-      _mm512_store_ps(sums + r * kBlock + 16 * half,
-                      _mm512_maskz_loadu_ps(in_c, c + r * ldc + 16 * half));
-    }
-}
-
-// The tiles' sums of a block (32 floats a row) into C's rows x cols of it: as they are, or
-// (`apply`) as alpha * (start + sum) + beta * C, C read only where beta is not zero.
-__attribute__((target("avx512f"))) void store_edge(const float* sums, int64_t rows, int64_t cols,
-                                                   bool apply, float alpha, float beta,
-                                                   const float* start, float* c, int64_t ldc) {
-  const __m512 alpha_v = _mm512_set1_ps(alpha), beta_v = _mm512_set1_ps(beta);
-  for (int64_t r = 0; r < rows; ++r)
-    for (int half = 0; half < 2 && 16 * half < cols; ++half) {
-      const __mmask16 in_c = lanes(cols, half);
-      float* to = c + r * ldc + 16 * half;
-      __m512 out = _mm512_load_ps(sums + r * kBlock + 16 * half);
-      if (apply) {
-        if (start) out = _mm512_add_ps(_mm512_maskz_loadu_ps(in_c, start + 16 * half), out);
-        out = _mm512_mul_ps(alpha_v, out);
-        if (beta != 0.0f && !start)  // one rounding: beta * C + out
-          out = _mm512_fmadd_ps(beta_v, _mm512_maskz_loadu_ps(in_c, to), out);
-      }
-      _mm512_mask_storeu_ps(to, in_c, out);
-    }
-}
-
-// load_edge and store_edge as plain loops, for the model on any CPU, with their bits: the same
-// roundings (the start and alpha apart, beta's product fused into its sum).
-void load_edge_plain(const float* c, int64_t ldc, int64_t rows, int64_t cols, float* sums) {
-  for (int64_t r = 0; r < kBlock; ++r)
-    for (int64_t s = 0; s < kBlock; ++s)
-      sums[r * kBlock + s] = r < rows && s < cols ? c[r * ldc + s] : 0.0f;
-}
-
-void store_edge_plain(const float* sums, int64_t rows, int64_t cols, bool apply, float alpha,
-                      float beta, const float* start, float* c, int64_t ldc) {
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t s = 0; s < cols; ++s) {
-      float out = sums[r * kBlock + s];
-      if (apply) {
-        if (start) out = start[s] + out;
-        out = alpha * out;
-        if (beta != 0.0f && !start) out = std::fma(beta, c[r * ldc + s], out);
-      }
-      c[r * ldc + s] = out;
-    }
-}
 
 // Rows [i0, i1) of C, block by block, on `tiles`. With alpha = 1 and beta 0 or 1 (or a start
 // vector, which takes beta's place) the whole element is the tiles' sum; otherwise the tiles
@@ -236,10 +240,7 @@ void rows_of_blocks(TileKind& tiles, const Bf16Operands& ops, int64_t i0, int64_
         if (whole) {
           tiles.load(block, ldc);
         } else {
-          if constexpr (TileKind::kVectorEdges)
-            load_edge(block, ldc, rows, cols, edge);
-          else
-            load_edge_plain(block, ldc, rows, cols, edge);
+          TileKind::load_edge(block, ldc, rows, cols, edge);
           tiles.load(edge, kBlock);
         }
       } else {
@@ -259,11 +260,8 @@ void rows_of_blocks(TileKind& tiles, const Bf16Operands& ops, int64_t i0, int64_
         continue;
       }
       tiles.store(edge, kBlock);
-      const float* start_j = start ? start + j : nullptr;
-      if constexpr (TileKind::kVectorEdges)
-        store_edge(edge, rows, cols, !in_tiles, alpha, beta, start_j, block, ldc);
-      else
-        store_edge_plain(edge, rows, cols, !in_tiles, alpha, beta, start_j, block, ldc);
+      TileKind::store_edge(edge, rows, cols, !in_tiles, alpha, beta, start ? start + j : nullptr,
+                           block, ldc);
     }
   }
 }
