@@ -190,7 +190,7 @@ int run_bench(const std::vector<std::string>& argv) {
                                 {"sgemm_gflops", sgemm},
                                 {"amp", matmul_precision_name(matmul_precision())},
                                 {"bf16_gemm_gflops", bf16 ? peak : 0.0},
-                                {"bf16_units", bf16_hardware_name(bf16_hardware())},
+                                {"bf16_units", bf16_units_in_use()},
                                 {"peak_rss_mb", rss},
                                 {"heap_allocations_per_step", allocs},
                                 {"threads", num_threads()},
@@ -213,8 +213,10 @@ int run_bench(const std::vector<std::string>& argv) {
               << 100 * gflops / peak << "% of a 1024^3 " << (bf16 ? "bf16 GEMM" : "sgemm") << ": "
               << std::setprecision(1) << peak << ")\n";
     if (bf16)
-      std::cout << "bf16 products on " << bf16_hardware_name(bf16_hardware())
-                << (bf16_hardware() == Bf16Hardware::amx
+      std::cout << "bf16 products on " << bf16_units_in_use()
+                << (bf16_stand_in() != Bf16StandIn::none
+                        ? " (VITGRAD_BF16_UNITS: a stand-in for tests, not the units' speed)"
+                    : bf16_hardware() == Bf16Hardware::amx
                         ? " (those under " + std::to_string(kAmxMinMacs) +
                               " multiply-adds on float fmas)"
                         : std::string())

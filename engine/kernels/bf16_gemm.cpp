@@ -203,7 +203,8 @@ void chunks_packing_both(const Layout& layout, bool tb, int64_t m, int64_t n, in
 // The loops `best` stands for, for a product of this size on this CPU; other kinds as asked.
 Bf16Tiles chosen(Bf16Tiles tiles, int64_t m, int64_t n, int64_t k) {
   if (tiles != Bf16Tiles::best) return tiles;
-  if (bf16_model_for_tests()) return Bf16Tiles::amx_model;
+  if (bf16_stand_in() == Bf16StandIn::model) return Bf16Tiles::amx_model;
+  if (bf16_stand_in() == Bf16StandIn::fma) return Bf16Tiles::fma;
   if (bf16_hardware() != Bf16Hardware::amx) return Bf16Tiles::avx512_bf16;
   return m * n * k >= kAmxMinMacs ? Bf16Tiles::amx : Bf16Tiles::fma;
 }

@@ -26,7 +26,7 @@ namespace vg {
 // tiles, a plain C++ model of the AMX tiles on their packed layout, or float fmas on operands
 // rounded to bf16 (engine/kernels/bf16_gemm_fma.cpp). The model runs on any CPU, and the fmas
 // on any with AVX2 and FMA, bf16 units or not: the tests of a CPU without them use the two
-// (and use_bf16_model_for_tests, engine/kernels/matmul_precision.h, makes `best` the model).
+// (and use_bf16_stand_in, engine/kernels/matmul_precision.h, makes `best` one of them).
 enum class Bf16Tiles { best, avx512_bf16, amx, amx_model, fma };
 
 // Below this many multiply-adds `best` is float fmas where the CPU has AMX: the tiles' fixed

@@ -15,7 +15,15 @@ namespace vg {
 namespace {
 
 std::atomic<MatmulPrecision> g_precision{MatmulPrecision::fp32};
-std::atomic<bool> g_bf16_model{false};
+
+// The stand-in VITGRAD_BF16_UNITS names, if any.
+Bf16StandIn stand_in_from_environment() {
+  const char* units = std::getenv("VITGRAD_BF16_UNITS");
+  if (units && std::strcmp(units, "model") == 0) return Bf16StandIn::model;
+  if (units && std::strcmp(units, "fma") == 0) return Bf16StandIn::fma;
+  return Bf16StandIn::none;
+}
+std::atomic<Bf16StandIn> g_stand_in{stand_in_from_environment()};
 
 // XCR0: the register states the operating system saves on a context switch.
 uint64_t xcr0() {
@@ -55,7 +63,8 @@ Bf16Hardware bf16_hardware() {
     // AMX is used only alongside AVX512-BF16 (every AMX CPU has it): the kernels convert and
     // pack operands with AVX-512 either way.
     if (!has_avx512_bf16()) return Bf16Hardware::none;
-    // VITGRAD_BF16_UNITS=avx512_bf16 leaves AMX unused, =none acts as a CPU without bf16 units.
+    // VITGRAD_BF16_UNITS=avx512_bf16 leaves AMX unused, =none acts as a CPU without bf16 units
+    // (=model and =fma leave the units as they are: the stand-ins then run the products).
     const char* limit = std::getenv("VITGRAD_BF16_UNITS");
     if (limit && std::strcmp(limit, "none") == 0) return Bf16Hardware::none;
     if (limit && std::strcmp(limit, "avx512_bf16") == 0) return Bf16Hardware::avx512_bf16;
@@ -80,17 +89,34 @@ MatmulPrecision matmul_precision() {
   return g_precision.load(std::memory_order_relaxed);
 }
 
-void use_bf16_model_for_tests(bool on) {
-  g_bf16_model.store(on, std::memory_order_relaxed);
+void use_bf16_stand_in(Bf16StandIn stand_in) {
+  g_stand_in.store(stand_in, std::memory_order_relaxed);
 }
 
-bool bf16_model_for_tests() {
-  return g_bf16_model.load(std::memory_order_relaxed);
+Bf16StandIn bf16_stand_in() {
+  return g_stand_in.load(std::memory_order_relaxed);
+}
+
+const char* bf16_units_in_use() {
+  switch (bf16_stand_in()) {
+    case Bf16StandIn::model:
+      return "model";
+    case Bf16StandIn::fma:
+      return "fma";
+    case Bf16StandIn::none:
+      break;
+  }
+  return bf16_hardware_name(bf16_hardware());
 }
 
 void check_matmul_precision_supported(MatmulPrecision precision) {
-  check(precision != MatmulPrecision::bf16 || bf16_hardware() != Bf16Hardware::none ||
-            bf16_model_for_tests(),
+  if (precision != MatmulPrecision::bf16) return;
+  const Bf16StandIn stand_in = bf16_stand_in();
+  check(stand_in != Bf16StandIn::fma ||
+            (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")),
+        "bf16 matrix products on float fmas (VITGRAD_BF16_UNITS=fma): this CPU has no AVX2 "
+        "and FMA");
+  check(bf16_hardware() != Bf16Hardware::none || stand_in != Bf16StandIn::none,
         "bf16 matrix products: this CPU has neither AVX512-BF16 nor AMX-BF16 "
         "(/proc/cpuinfo flags avx512_bf16, amx_bf16); use fp32");
 }

@@ -21,7 +21,8 @@ enum class MatmulPrecision { fp32, bf16 };
 
 // The bf16 units this CPU offers, best first: AMX tiles (amx_bf16, amx_tile, and the kernel
 // lets Linux hand them out), AVX512-BF16 (vdpbf16ps), or none. The environment variable
-// VITGRAD_BF16_UNITS=avx512_bf16 or =none holds the choice below what the CPU has.
+// VITGRAD_BF16_UNITS=avx512_bf16 or =none holds the choice below what the CPU has
+// (=model and =fma choose a stand-in instead, below).
 enum class Bf16Hardware { amx, avx512_bf16, none };
 Bf16Hardware bf16_hardware();
 // "AMX-BF16", "AVX512-BF16" or "none".
@@ -33,12 +34,19 @@ void check_matmul_precision_supported(MatmulPrecision precision);
 // Sets the mode, after check_matmul_precision_supported.
 void set_matmul_precision(MatmulPrecision precision);
 
-// For tests: with `on`, bf16 mode runs on any CPU, every bf16 product on the plain model of the
-// AMX tiles (engine/kernels/bf16_gemm.h, Bf16Tiles::amx_model), so that the tests of the bf16
-// paths through the ops run where there are no bf16 units. Slow, and only for tests: --amp bf16
-// stays refused on such a CPU. Off (the CPU's own loops) again with false.
-void use_bf16_model_for_tests(bool on);
-bool bf16_model_for_tests();
+// For tests, loops that stand in for the bf16 units, so that the bf16 paths through the ops and
+// the command line are tested on a CPU without them: the plain model of the AMX tiles
+// (Bf16Tiles::amx_model in engine/kernels/bf16_gemm.h; any CPU, slow) or float fmas on operands
+// rounded to bf16 (Bf16Tiles::fma; a CPU with AVX2 and FMA, near fp32's speed on one thread).
+// With one chosen, bf16 mode runs on any CPU and every bf16 product runs on it, with its own
+// bits. Tests of the ops choose here; a test of the command line sets VITGRAD_BF16_UNITS=model
+// or =fma, without which `--amp bf16` stays refused on such a CPU. `--amp auto` never picks one.
+enum class Bf16StandIn { none, model, fma };
+void use_bf16_stand_in(Bf16StandIn stand_in);
+Bf16StandIn bf16_stand_in();
+// What bf16 products run on: "AMX-BF16", "AVX512-BF16", "none", or the stand-in's name,
+// "model" or "fma".
+const char* bf16_units_in_use();
 
 // bf16 where the CPU has bf16 units (bf16_hardware() != none), fp32 elsewhere: what --amp auto
 // picks.

@@ -438,13 +438,13 @@ TEST_CASE("gemm_bf16 on loops the CPU lacks is one clear error; the AMX model ru
   CHECK(c == std::vector<float>(6 * 5, 8.0f));  // 4 terms of 1 x 2, exact in bf16 and float
   if (have_bf16()) return;
   // For the tests of the ops in bf16 mode, the model can stand in for the units, and only then.
-  use_bf16_model_for_tests(true);
+  use_bf16_stand_in(Bf16StandIn::model);
   set_matmul_precision(MatmulPrecision::bf16);
   std::fill(c.begin(), c.end(), -1.0f);
   run(Bf16Tiles::best);
   CHECK(c == std::vector<float>(6 * 5, 8.0f));
   set_matmul_precision(MatmulPrecision::fp32);
-  use_bf16_model_for_tests(false);
+  use_bf16_stand_in(Bf16StandIn::none);
   CHECK_THROWS_AS(set_matmul_precision(MatmulPrecision::bf16), Error);
   CHECK_THROWS_AS(run(Bf16Tiles::best), Error);
 }

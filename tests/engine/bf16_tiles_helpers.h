@@ -26,15 +26,15 @@ inline std::vector<Bf16Tiles> bf16_tiles_here(bool with_fma = true) {
 }
 
 // For its scope, bf16 mode on the plain model of the AMX tiles where the CPU has no bf16 units
-// (use_bf16_model_for_tests), so that a test of the ops in bf16 mode runs on any CPU; where it has
+// (use_bf16_stand_in), so that a test of the ops in bf16 mode runs on any CPU; where it has
 // them, nothing changes. Set it before a MatmulPrecisionGuard, which checks that bf16 can run.
 class Bf16ModelWhereNeeded {
  public:
   Bf16ModelWhereNeeded() : on_(bf16_hardware() == Bf16Hardware::none) {
-    if (on_) use_bf16_model_for_tests(true);
+    if (on_) use_bf16_stand_in(Bf16StandIn::model);
   }
   ~Bf16ModelWhereNeeded() {
-    if (on_) use_bf16_model_for_tests(false);
+    if (on_) use_bf16_stand_in(Bf16StandIn::none);
   }
   Bf16ModelWhereNeeded(const Bf16ModelWhereNeeded&) = delete;
   Bf16ModelWhereNeeded& operator=(const Bf16ModelWhereNeeded&) = delete;

@@ -11,6 +11,7 @@
 #include "engine/kernels/matmul_precision.h"
 #include "tests/tools/cli_helpers.h"
 
+using vg::testing::bf16_run_env;
 using vg::testing::fresh_dir;
 using vg::testing::read_text;
 using vg::testing::vitgrad;
@@ -21,6 +22,7 @@ namespace {
 bool have_bf16() {
   return vg::bf16_hardware() != vg::Bf16Hardware::none;
 }
+
 
 std::map<int64_t, double> losses_by_step(const fs::path& metrics) {
   std::map<int64_t, double> out;
@@ -45,13 +47,16 @@ nlohmann::json last_epoch_record(const fs::path& metrics) {
 
 // Trains 2 steps from a config file whose train section has "amp": amp; returns the "amp" the
 // run's config.json recorded.
-std::string amp_recorded_from_config_file(const fs::path& dir, const std::string& amp) {
+std::string amp_recorded_from_config_file(const fs::path& dir, const std::string& amp,
+                                          const std::string& env = "") {
+  fs::create_directories(dir);
   std::ofstream(dir / "recipe.json") << R"({"model": {"depth": 1, "embed_dim": 16, "num_heads": 2},
             "train": {"amp": ")" << amp
                                      << R"(", "data": "synthetic", "synthetic_train": 40,
                       "synthetic_test": 10, "batch": 20, "steps": 2}})";
   const auto r = vitgrad("train --config " + (dir / "recipe.json").string() + " --out " +
-                         (dir / "run").string());
+                             (dir / "run").string(),
+                         env);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const auto config = nlohmann::json::parse(read_text(dir / "run" / "config.json"));
@@ -66,14 +71,16 @@ const std::string kRecipe =
 }  // namespace
 
 TEST_CASE("a short run with --amp bf16 follows the fp32 run's losses") {
-  if (!have_bf16()) {
-    MESSAGE("skipped: this CPU has no bf16 units");
+  const std::optional<std::string> env = bf16_run_env();
+  if (!env) {
+    MESSAGE("skipped: this CPU has neither bf16 units nor AVX2 and FMA");
     return;
   }
   const fs::path dir = fresh_dir("amp_follow");
   std::map<std::string, std::map<int64_t, double>> losses;
   for (const std::string amp : {"fp32", "bf16"}) {
-    const auto r = vitgrad(kRecipe + "--steps 30 --amp " + amp + " --out " + (dir / amp).string());
+    const auto r =
+        vitgrad(kRecipe + "--steps 30 --amp " + amp + " --out " + (dir / amp).string(), *env);
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     losses[amp] = losses_by_step(dir / amp / "metrics.jsonl");
@@ -96,28 +103,30 @@ TEST_CASE("a short run with --amp bf16 follows the fp32 run's losses") {
 }
 
 TEST_CASE("a config file's train section sets \"amp\": \"bf16\"") {
-  if (!have_bf16()) {
-    MESSAGE("skipped: this CPU has no bf16 units");
+  const std::optional<std::string> env = bf16_run_env();
+  if (!env) {
+    MESSAGE("skipped: this CPU has neither bf16 units nor AVX2 and FMA");
     return;
   }
-  CHECK(amp_recorded_from_config_file(fresh_dir("amp_config"), "bf16") == "bf16");
+  CHECK(amp_recorded_from_config_file(fresh_dir("amp_config"), "bf16", *env) == "bf16");
 }
 
 TEST_CASE("train --amp bf16 N steps, resume, N more == 2N steps without stopping (bitwise)") {
-  if (!have_bf16()) {
-    MESSAGE("skipped: this CPU has no bf16 units");
+  const std::optional<std::string> env = bf16_run_env();
+  if (!env) {
+    MESSAGE("skipped: this CPU has neither bf16 units nor AVX2 and FMA");
     return;
   }
   const fs::path dir = fresh_dir("amp_resume");
   const std::string recipe = kRecipe + "--amp bf16 --accum 2 --dropout 0.1 ";
-  auto a = vitgrad(recipe + "--steps 6 --out " + (dir / "a").string());
+  auto a = vitgrad(recipe + "--steps 6 --out " + (dir / "a").string(), *env);
   INFO(a.err);
   REQUIRE(a.exit_code == 0);
-  auto first = vitgrad(recipe + "--steps 3 --out " + (dir / "c").string());
+  auto first = vitgrad(recipe + "--steps 3 --out " + (dir / "c").string(), *env);
   REQUIRE(first.exit_code == 0);
   // --threads differs on purpose: the products give the same bits on any thread count.
-  auto c =
-      vitgrad("train --resume " + (dir / "c" / "last.json").string() + " --steps 6 --threads 1");
+  auto c = vitgrad(
+      "train --resume " + (dir / "c" / "last.json").string() + " --steps 6 --threads 1", *env);
   INFO(c.err);
   REQUIRE(c.exit_code == 0);
   const auto ja = nlohmann::json::parse(read_text(dir / "a" / "last.json"));
@@ -134,19 +143,20 @@ TEST_CASE("train --amp bf16 N steps, resume, N more == 2N steps without stopping
 }
 
 TEST_CASE("eval --amp bf16 gives the test loss a bf16 run logged for its last epoch, bit for bit") {
-  if (!have_bf16()) {
-    MESSAGE("skipped: this CPU has no bf16 units");
+  const std::optional<std::string> env = bf16_run_env();
+  if (!env) {
+    MESSAGE("skipped: this CPU has neither bf16 units nor AVX2 and FMA");
     return;
   }
   const fs::path dir = fresh_dir("amp_eval");
-  const auto r = vitgrad(kRecipe + "--epochs 1 --amp bf16 --out " + (dir / "run").string());
+  const auto r = vitgrad(kRecipe + "--epochs 1 --amp bf16 --out " + (dir / "run").string(), *env);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const nlohmann::json logged = last_epoch_record(dir / "run" / "metrics.jsonl");
   REQUIRE(logged.contains("test_loss"));
   const std::string eval = "eval " + (dir / "run" / "last.json").string() + " --json --amp ";
   auto eval_json = [&](const std::string& amp) {
-    const auto e = vitgrad(eval + amp);
+    const auto e = vitgrad(eval + amp, *env);
     INFO(e.err);
     REQUIRE(e.exit_code == 0);
     return nlohmann::json::parse(e.out);
@@ -161,16 +171,18 @@ TEST_CASE("eval --amp bf16 gives the test loss a bf16 run logged for its last ep
 }
 
 TEST_CASE("bench --amp bf16 reports the bf16 GEMM peak beside the sgemm one") {
-  if (!have_bf16()) {
-    MESSAGE("skipped: this CPU has no bf16 units");
+  const std::optional<std::string> env = bf16_run_env();
+  if (!env) {
+    MESSAGE("skipped: this CPU has neither bf16 units nor AVX2 and FMA");
     return;
   }
   const auto r = vitgrad(
-      "bench --depth 2 --dim 16 --heads 2 --batch 8 --steps 3 --threads 2 --json --amp bf16");
+      "bench --depth 2 --dim 16 --heads 2 --batch 8 --steps 3 --threads 2 --json --amp bf16", *env);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const auto j = nlohmann::json::parse(r.out);
   CHECK(j.at("amp") == "bf16");
+  CHECK(j.at("bf16_units") == (have_bf16() ? vg::bf16_hardware_name(vg::bf16_hardware()) : "fma"));
   CHECK(j.at("bf16_gemm_gflops").get<double>() > 0);
   CHECK(j.at("sgemm_gflops").get<double>() > 0);
   CHECK(j.at("heap_allocations_per_step").get<double>() == 0);
@@ -188,8 +200,10 @@ TEST_CASE(
     const auto config = nlohmann::json::parse(read_text(out / "config.json"));
     CHECK(config["train"]["amp"] == (!hide_units && have_bf16() ? "bf16" : "fp32"));
   }
-  // The same from a config file's train section.
+  // The same from a config file's train section; a stand-in for the units is never picked.
   CHECK(amp_recorded_from_config_file(dir, "auto") == (have_bf16() ? "bf16" : "fp32"));
+  CHECK(amp_recorded_from_config_file(dir / "stand_in", "auto", "VITGRAD_BF16_UNITS=fma") ==
+        (have_bf16() ? "bf16" : "fp32"));
 }
 
 TEST_CASE("--amp bf16 on a CPU without bf16 units, or a wrong --amp, is one clear error") {

@@ -7,8 +7,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
+
+#include "engine/kernels/matmul_precision.h"
 
 namespace vg::testing {
 
@@ -40,6 +43,17 @@ inline CommandResult vitgrad(const std::string& args, const std::string& env = "
   std::filesystem::remove(base.string() + ".out");
   std::filesystem::remove(base.string() + ".err");
   return r;
+}
+
+// The environment of a `--amp bf16` run: nothing where the CPU has bf16 units; elsewhere float
+// fmas on operands rounded to bf16 stand in for them (VITGRAD_BF16_UNITS=fma, engine/kernels/
+// matmul_precision.h), the same mode with other bits, so that training, resuming and evaluating
+// in bf16 mode are tested on every CPU with AVX2. No value on a CPU with neither.
+inline std::optional<std::string> bf16_run_env() {
+  if (bf16_hardware() != Bf16Hardware::none) return "";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return "VITGRAD_BF16_UNITS=fma";
+  return std::nullopt;
 }
 
 // A fresh, empty folder for one test.
