@@ -22,13 +22,13 @@ extern "C" char* openblas_get_corename(void);
 namespace vg {
 namespace {
 
-// Below this many multiply-adds a product is one BLAS call; above, it is cut into blocks.
+// Below this many multiply-adds a product is one block; above, it is cut into several.
 constexpr double kSplitWork = 1 << 18;
 // At most this many blocks, and no block thinner than kMinBlock rows (or columns).
 constexpr int64_t kMaxBlocks = 4, kMinBlock = 16;
 
 // The number of blocks a product is cut into: a power of two that depends on the shape
-// only, never on the thread count, so every thread count runs the same BLAS calls on the
+// only, never on the thread count, so every thread count runs the same block products on the
 // same blocks and gets the same bits (OpenBLAS may pick another kernel for another shape).
 int64_t block_count(int64_t m, int64_t n, int64_t k) {
   const double work = double(m) * n * k;
@@ -44,9 +44,17 @@ void single_threaded_blas() {
   std::call_once(once, [] { openblas_set_num_threads(1); });
 }
 
+// One block of a product on the calling thread. A float block goes to the engine's tiles
+// where the CPU has them (gemm_simd_small: an fma chain per element over each chunk of k, in
+// order), so that with them no float product depends on OpenBLAS: its kernel families sum in
+// their own orders (and some without fmas), which made fp32 training's bits depend on the
+// family OpenBLAS picked for the CPU. Double products (gradient checks), and float ones on a
+// CPU without the tiles or with VITGRAD_GEMM=blas, go to OpenBLAS.
 template <class T>
-void blas(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
-          const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+void product_block(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+                   int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+  if constexpr (std::is_same_v<T, float>)
+    if (detail::gemm_simd_small(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) return;
   const CBLAS_TRANSPOSE opa = ta ? CblasTrans : CblasNoTrans, opb = tb ? CblasTrans : CblasNoTrans;
   if constexpr (std::is_same_v<T, float>)
     cblas_sgemm(CblasRowMajor, opa, opb, int(m), int(n), int(k), alpha, a, int(lda), b, int(ldb),
@@ -68,7 +76,7 @@ void gemm_split_k(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, co
                   int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
   const int64_t blocks = block_count(1, k, m * n);  // the same rule, with k as the long side
   if (blocks == 1) {
-    blas(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    product_block(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
   thread_local std::vector<T> scratch;  // grown once per shape, then reused
@@ -79,7 +87,7 @@ void gemm_split_k(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, co
       const int64_t l0 = k * q / blocks, l1 = k * (q + 1) / blocks;
       const T* a0 = ta ? a + l0 * lda : a + l0;  // op(A)'s columns l0.., op(B)'s rows l0..
       const T* b0 = tb ? b + l0 : b + l0 * ldb;
-      blas(ta, tb, m, n, l1 - l0, alpha, a0, lda, b0, ldb, T(0), part + q * m * n, n);
+      product_block(ta, tb, m, n, l1 - l0, alpha, a0, lda, b0, ldb, T(0), part + q * m * n, n);
     }
   });
   parallel_for(m, std::max<int64_t>(1, 16384 / std::max<int64_t>(n, 1)),
@@ -116,7 +124,7 @@ void gemm_impl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const
   }
   const int64_t blocks = block_count(m, n, k);
   if (blocks == 1) {
-    blas(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    product_block(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
   // The blocks run in parallel, or one after the other inside a parallel region or on one
@@ -126,7 +134,7 @@ void gemm_impl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const
       for (int64_t q = q0; q < q1; ++q) {
         const int64_t i0 = m * q / blocks, i1 = m * (q + 1) / blocks;
         const T* a0 = ta ? a + i0 : a + i0 * lda;
-        blas(ta, tb, i1 - i0, n, k, alpha, a0, lda, b, ldb, beta, c + i0 * ldc, ldc);
+        product_block(ta, tb, i1 - i0, n, k, alpha, a0, lda, b, ldb, beta, c + i0 * ldc, ldc);
       }
     });
   } else {  // blocks of columns of C: columns of op(B)
@@ -134,7 +142,7 @@ void gemm_impl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const
       for (int64_t q = q0; q < q1; ++q) {
         const int64_t j0 = n * q / blocks, j1 = n * (q + 1) / blocks;
         const T* b0 = tb ? b + j0 * ldb : b + j0;
-        blas(ta, tb, m, j1 - j0, k, alpha, a, lda, b0, ldb, beta, c + j0, ldc);
+        product_block(ta, tb, m, j1 - j0, k, alpha, a, lda, b0, ldb, beta, c + j0, ldc);
       }
     });
   }

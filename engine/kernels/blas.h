@@ -1,15 +1,19 @@
-// Matrix products for every op, on OpenBLAS, under the engine's one thread pool.
+// Matrix products for every op, under the engine's one thread pool.
+//
+// Float products go to the engine's own tiles (engine/kernels/gemm_simd.h), AVX-512 or AVX2
+// ones as the CPU has them: those with many rows and a short k (a linear layer over every
+// token of a batch) or a long one (its weight gradient) on their own layouts, every other
+// one cut into blocks as below, each block on the tiles' small-product loops. So no float
+// product depends on the kernels OpenBLAS picks for the CPU. OpenBLAS computes the double
+// products (gradient checks), and the float ones on a CPU without AVX2 and FMA or with
+// VITGRAD_GEMM=blas. In bf16 mode (engine/kernels/matmul_precision.h) every float product
+// goes to engine/kernels/bf16_gemm.h instead.
 //
 // OpenBLAS keeps its own threads, and two pools on two cores spin against each other (most
 // of a step went to sched_yield and OpenMP spin-waits when both were active). So OpenBLAS
 // always runs single-threaded here, and gemm() splits a large product itself into blocks
-// of rows (or columns), one per engine thread; called inside a parallel region (e.g. one
-// attention head per task) it runs the product on the calling thread.
-//
-// Float products with many rows and a short k (a linear layer over every token of a batch)
-// go to the engine's own tiles instead (engine/kernels/gemm_simd.h), AVX-512 or AVX2 ones as
-// the CPU has them, unless VITGRAD_GEMM is "blas". In bf16 mode (engine/kernels/matmul_precision.h)
-// every float product goes to engine/kernels/bf16_gemm.h instead.
+// of rows (or columns, or of k), one per engine thread; called inside a parallel region
+// (e.g. one attention head per task) it runs the product on the calling thread.
 #pragma once
 
 #include <cstdint>

@@ -42,7 +42,8 @@ bool gemm_simd(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, c
 bool gemm_simd_tn_sums(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c,
                        float* sums);
 
-// The same product for a small matrix that one thread computes whole (one attention head):
+// The same product for a small matrix that one thread computes whole (one attention head, or
+// one block of a product that the two cases above do not take, engine/kernels/blas.cpp):
 // no size bounds, the products on the calling thread; op(B) is read in place when it is not
 // transposed, and packed in transposed blocks when it is. Each element is an fma chain over
 // each chunk of 256 terms of k, as above. False (touching nothing) without tiles, with both
