@@ -1,4 +1,4 @@
-// Matrix products on OpenBLAS sgemm/dgemm: matmul (batched, broadcast, transposed operands
+// Matrix products on engine/kernels/blas.h: matmul (batched, broadcast, transposed operands
 // read in place) and linear (x W^T + b, PyTorch's weight layout). The fused forms of linear
 // are in ops/fused_linear.cpp.
 //

@@ -97,7 +97,7 @@ Tensor cat(const std::vector<Tensor>& parts, int64_t axis);
 // Copies `a` into a tensor of `shape` that it broadcasts to.
 Tensor broadcast_to(const Tensor& a, const Shape& shape);
 
-// --- matrix products (ops/matmul.cpp), OpenBLAS sgemm/dgemm ------------------------------
+// --- matrix products (ops/matmul.cpp), on engine/kernels/blas.h ---------------------------
 // a (..., M, K) @ b (..., K, N) with the leading (batch) axes broadcast; trans_a / trans_b
 // read an operand as its transpose over the last two axes without a copy. A 1-D operand
 // is not promoted: both must have rank >= 2.

@@ -95,7 +95,8 @@ TEST_CASE("gemm: wide products (cut into blocks of rows or columns) match the re
 // where the CPU has them, here each kind in turn: 6 rows by 64 columns (AVX-512) or by 16
 // (AVX2), so these cover a remainder of 1 to 5 rows, a partly filled last column vector, one
 // to four vectors across, several panels, and k at both of
-// the kernel's bounds (8 and 768) and just outside them (7 and 769: OpenBLAS).
+// the kernel's bounds (8 and 768) and just outside them (7 and 769: cut into blocks, each on
+// the small-product loops, engine/kernels/blas.cpp).
 TEST_CASE("gemm: many rows and a short k, at every edge of the kernel's tiles") {
   testing::for_each_float_tiles([](detail::FloatTiles) {
     check_products<float>(64, 16, 8, 1e-5);
@@ -108,7 +109,7 @@ TEST_CASE("gemm: many rows and a short k, at every edge of the kernel's tiles") 
     check_products<float>(400, 200, 64, 1e-5);  // several row blocks and threads
     // A transposed, k long (a weight gradient): k in chunks of 256, the last one short.
     check_products<float>(16, 16, 256, 1e-5);
-    check_products<float>(15, 16, 256, 1e-5);  // too few rows: OpenBLAS
+    check_products<float>(15, 16, 256, 1e-5);  // too few rows: blocks of k, small products
     check_products<float>(31, 70, 700, 1e-5);
   });
 }
@@ -133,7 +134,7 @@ TEST_CASE("gemm_small: one attention head's products at any size") {
 }
 
 // A linear layer's forward: C = A B^T + bias in every row, with and without a bias, on the
-// kernel's shapes and on OpenBLAS's (few rows; k = 0, where C is the bias alone).
+// kernel's shapes and on others (few rows, in blocks; k = 0, where C is the bias alone).
 TEST_CASE("gemm_bias: a linear forward matches the reference at any thread count") {
   struct Shape3 {
     int64_t m, n, k;

@@ -1,7 +1,7 @@
 // The same training step on 1 and on 2 threads: every kernel, BLAS products included, must
 // split its work along lines that depend on the shapes only, so the bits do not change.
-// (OpenBLAS's AVX2 kernels give other last bits for other block shapes; its AVX-512 ones
-// happen not to, so on such a CPU this test guards less than under OPENBLAS_CORETYPE=Haswell.)
+// (Where the CPU has no AVX2, OpenBLAS computes the float products, and its kernels give other
+// last bits for other block shapes.)
 #include <doctest/doctest.h>
 
 #include <vector>
