@@ -23,7 +23,6 @@ bool have_bf16() {
   return vg::bf16_hardware() != vg::Bf16Hardware::none;
 }
 
-
 std::map<int64_t, double> losses_by_step(const fs::path& metrics) {
   std::map<int64_t, double> out;
   std::istringstream lines(read_text(metrics));
@@ -54,9 +53,8 @@ std::string amp_recorded_from_config_file(const fs::path& dir, const std::string
             "train": {"amp": ")" << amp
                                      << R"(", "data": "synthetic", "synthetic_train": 40,
                       "synthetic_test": 10, "batch": 20, "steps": 2}})";
-  const auto r = vitgrad("train --config " + (dir / "recipe.json").string() + " --out " +
-                             (dir / "run").string(),
-                         env);
+  const auto r = vitgrad(
+      "train --config " + (dir / "recipe.json").string() + " --out " + (dir / "run").string(), env);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const auto config = nlohmann::json::parse(read_text(dir / "run" / "config.json"));

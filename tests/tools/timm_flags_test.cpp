@@ -66,8 +66,8 @@ TEST_CASE("the reference training command runs as written, on data, image size a
   // a CPU without AVX2 either, the rest of the command runs without its --amp flags.
   const std::optional<std::string> env = bf16_run_env();
   const std::string command = env ? kReference : reference_with("");
-  const CommandResult r = vitgrad(
-      "train " + command + limits + " --out " + (dir / "run").string(), env.value_or(""));
+  const CommandResult r =
+      vitgrad("train " + command + limits + " --out " + (dir / "run").string(), env.value_or(""));
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(r.err.find("warning: --workers means nothing here") != std::string::npos);
