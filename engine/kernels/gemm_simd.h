@@ -23,14 +23,14 @@ const char* float_tiles_name(FloatTiles tiles);
 
 // Row-major C (m x n) = alpha * op(A) op(B) + beta * C, computed here when there are tiles and
 // the shape is one they are faster for; returns false (and touches nothing) otherwise. Two
-// cases: A not transposed with k up to about a thousand (a linear layer's forward and input
-// gradient), and A transposed, B not, with a long k (its weight gradient; with beta = 0 it
-// computes C^T = B^T A instead when B is the wider operand, so that the narrower one is
-// packed). Each element of C is a fused multiply-add chain over each chunk of 256 terms of k,
-// the chunks added to C in order, so the bits depend on the shape alone, not on how rows are
-// shared among threads, which operand is packed or which kind of tiles ran. With `start`
-// (n values, e.g. a bias; first case only) each chain starts from start[j] instead of zero,
-// and alpha then scales the whole chain.
+// cases: A not transposed (a linear layer's forward and input gradient, and any large
+// product; beyond a linear layer's k, op(B) is packed in groups of panels that fit in L2),
+// and A transposed, B not, with a long k (a weight gradient; with beta = 0 it computes C^T = B^T A
+// instead when B is the wider operand, so that the narrower one is packed). Each element of C is a
+// fused multiply-add chain over each chunk of 256 terms of k, the chunks added to C in order, so
+// the bits depend on the shape alone, not on how rows are shared among threads, which operand is
+// packed or which kind of tiles ran. With `start` (n values, e.g. a bias; first case only) each
+// chain starts from start[j] instead of zero, and alpha then scales the whole chain.
 bool gemm_simd(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
                const float* start = nullptr);

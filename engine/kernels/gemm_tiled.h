@@ -64,10 +64,14 @@ class TileSizes {
   }
 };
 
-// The shapes the kernels are used for (measured against OpenBLAS 0.3.21 on Zen 5, both on
-// AVX-512): enough rows to amortise packing op(B), and k short enough that a panel of it
-// stays in L2.
+// The shapes the kernels are used for (measured against OpenBLAS 0.3.21 on AVX-512): enough
+// rows to amortise packing op(B). Up to kMaxK (a linear layer's k) op(B) is packed whole and
+// each block of rows sweeps all of it; a longer k would make that packed B outgrow L2, so its
+// panels are packed and swept in groups of at most kGroupBytes, every row through one group
+// before the next is packed. 512 KiB: the L2 of a Zen 3 core, half of a Zen 4's; on Zen 4,
+// 256 KiB to 1 MiB ran 1024^3 within a few percent, and AVX2's tiles best from 512 KiB up.
 constexpr int64_t kMinRows = 64, kMinCols = 16, kMinK = 8, kMaxK = 768;
+constexpr int64_t kGroupBytes = 512 << 10;
 // With A transposed (a weight gradient dY^T X, k = every token of the batch): C has a few
 // dozen rows at least, and k is cut into chunks whose panel of B stays in L2; each chunk's
 // sums are added to C in order, so the bits depend on the shape alone.
@@ -260,27 +264,35 @@ bool product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, con
   if (ta)
     return !tb && !start &&
            transposed_a_product<Tiles>(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nullptr);
-  if (m < kMinRows || n < kMinCols || k < kMinK || k > kMaxK) return false;
+  if (m < kMinRows || n < kMinCols || k < kMinK) return false;
   constexpr int64_t kRows = Tiles::kRows, kWidth = PackedB<Tiles>::kWidth;
+  const int64_t panels = (n + kWidth - 1) / kWidth, tiles = (m + kRows - 1) / kRows;
+  const int64_t group =
+      k <= kMaxK ? panels
+                 : std::max<int64_t>(1, kGroupBytes / (k * kWidth * int64_t(sizeof(float))));
   thread_local PackedB<Tiles> packed_here;
-  packed_here.pack(tb, 0, k, n, b, ldb);
   // Named inside the lambda, a thread_local is each thread's own: the workers need this one.
   const PackedB<Tiles>& packed = packed_here;
-  const int64_t panels = (n + kWidth - 1) / kWidth, tiles = (m + kRows - 1) / kRows;
   // Row tiles shared among threads, each part at least ~2^17 multiply-adds.
-  const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 17) / (kRows * n * k));
+  const int64_t grain =
+      std::max<int64_t>(1, (int64_t(1) << 17) / (kRows * std::min(n, group * kWidth) * k));
   // Where k has several chunks, a block of rows goes through all of them before the next
   // block starts, so its part of C stays in cache from one chunk to the next; a sweep of
-  // every row per chunk would send C to memory and back once per chunk.
+  // every row per chunk would send C to memory and back once per chunk. Each element's chunks
+  // are added in order whatever the grouping, so the bits are those of any other route.
   const int64_t block_rows = Tiles::kBlockTiles * kRows;
-  parallel_for(tiles, grain, [&](int64_t t0, int64_t t1) {
-    const int64_t i1 = std::min(m, t1 * kRows);
-    for (int64_t ib = t0 * kRows; ib < i1; ib += block_rows)
-      for (int64_t p = 0; p < k; p += kChunk)  // see kChunk
-        part_of_c<Tiles, false>(ib, std::min(i1, ib + block_rows), 0, panels, n,
-                                std::min(kChunk, k - p), alpha, a + p, lda, packed, p,
-                                p == 0 ? beta : 1.0f, p == 0 ? start : nullptr, c, ldc);
-  });
+  for (int64_t q0 = 0; q0 < panels; q0 += group) {
+    const int64_t q1 = std::min(panels, q0 + group);
+    packed_here.pack(tb, 0, k, n, b, ldb, q0, q1);
+    parallel_for(tiles, grain, [&](int64_t t0, int64_t t1) {
+      const int64_t i1 = std::min(m, t1 * kRows);
+      for (int64_t ib = t0 * kRows; ib < i1; ib += block_rows)
+        for (int64_t p = 0; p < k; p += kChunk)  // see kChunk
+          part_of_c<Tiles, false>(ib, std::min(i1, ib + block_rows), q0, q1, n,
+                                  std::min(kChunk, k - p), alpha, a + p, lda, packed, p,
+                                  p == 0 ? beta : 1.0f, p == 0 ? start : nullptr, c, ldc);
+    });
+  }
   return true;
 }
 

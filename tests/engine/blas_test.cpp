@@ -94,9 +94,9 @@ TEST_CASE("gemm: wide products (cut into blocks of rows or columns) match the re
 // Float products with many rows and a short k take vitgrad's own tiles (engine/kernels/gemm_simd.h)
 // where the CPU has them, here each kind in turn: 6 rows by 64 columns (AVX-512) or by 16
 // (AVX2), so these cover a remainder of 1 to 5 rows, a partly filled last column vector, one
-// to four vectors across, several panels, and k at both of
-// the kernel's bounds (8 and 768) and just outside them (7 and 769: cut into blocks, each on
-// the small-product loops, engine/kernels/blas.cpp).
+// to four vectors across, several panels, k at the kernel's lower bound (8) and just under it
+// (7: cut into blocks, each on the small-product loops, engine/kernels/blas.cpp), and k at a
+// linear layer's bound (768) and above it (769: op(B) packed in groups of panels).
 TEST_CASE("gemm: many rows and a short k, at every edge of the kernel's tiles") {
   testing::for_each_float_tiles([](detail::FloatTiles) {
     check_products<float>(64, 16, 8, 1e-5);

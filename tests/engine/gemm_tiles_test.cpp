@@ -123,3 +123,25 @@ TEST_CASE("the float tiles give a plain fma loop's bits: an attention head's pro
     }
   });
 }
+
+TEST_CASE("the float tiles give a plain fma loop's bits: a large product beyond a linear's k") {
+  testing::for_each_float_tiles([](detail::FloatTiles tiles) {
+    if (tiles == detail::FloatTiles::none) return;
+    // k above 768: op(B) packed and swept in groups of panels (one to five panels a group,
+    // with B read in place and transposed), several groups, the last one partly filled.
+    for (const Product s : {Product{false, false, 64, 200, 1600, 1, 0.5f},
+                            Product{false, true, 70, 100, 1300, 2, 0}}) {
+      CAPTURE(s.tb);
+      CAPTURE(s.m);
+      CAPTURE(s.n);
+      CAPTURE(s.k);
+      Rng rng(13);
+      const auto a = random_floats(s.m * s.k, rng), b = random_floats(s.k * s.n, rng);
+      const auto c0 = random_floats(s.m * s.n, rng);
+      std::vector<float> got = c0;
+      gemm(false, s.tb, s.m, s.n, s.k, s.alpha, a.data(), s.k, b.data(), s.tb ? s.k : s.n, s.beta,
+           got.data(), s.n);
+      CHECK(mismatches(got, plain(s, a, b, c0, nullptr)) == 0);
+    }
+  });
+}
