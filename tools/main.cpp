@@ -46,9 +46,10 @@ const std::pair<const char*, Command> kCommands[] = {
 // Two libraries read their settings once, when they are loaded, so vitgrad sets them by
 // starting itself again once (at most) with a changed environment:
 // - OPENBLAS_CORETYPE overrides OpenBLAS's choice of kernels. Set to a family narrower than
-//   the CPU (e.g. Haswell's AVX2 on an AVX-512 CPU) it halves the speed of every product, so
+//   the CPU (e.g. Haswell's AVX2 on an AVX-512 CPU) it halves OpenBLAS's speed, so
 //   it is dropped, unless VITGRAD_KEEP_CORETYPE is set to a value other than 0. Each kernel
-//   family gives its own bits: runs are reproducible for a given family (`bench` prints it).
+//   family sums in its own order, which reaches only the double products (gradient
+//   checks) and float ones on a CPU without AVX2 and FMA (`bench` prints the family).
 //   Unset, OpenBLAS picks a family from the CPU's model number; one it does not know yet (a
 //   Xeon newer than the library) gets its oldest kernels, so vitgrad names the AVX-512 family.
 // - OMP_WAIT_POLICY unset lets OpenMP threads spin for about 3 ms before they sleep. Every op

@@ -1,11 +1,11 @@
 // Matrix products for every op, under the engine's one thread pool.
 //
 // Float products go to the engine's own tiles (engine/kernels/gemm_simd.h), AVX-512 or AVX2
-// ones as the CPU has them: those with many rows and a short k (a linear layer over every
-// token of a batch) or a long one (its weight gradient) on their own layouts, every other
-// one cut into blocks as below, each block on the tiles' small-product loops. So no float
-// product depends on the kernels OpenBLAS picks for the CPU. OpenBLAS computes the double
-// products (gradient checks), and the float ones on a CPU without AVX2 and FMA or with
+// ones as the CPU has them: those with many rows (a linear layer over every token of a
+// batch, or any large product) or a long k with A transposed (a weight gradient) on their
+// own layouts, every other one cut into blocks as below, each block on the tiles' small-product
+// loops. So no float product depends on the kernels OpenBLAS picks for the CPU. OpenBLAS computes
+// the double products (gradient checks), and the float ones on a CPU without AVX2 and FMA or with
 // VITGRAD_GEMM=blas. In bf16 mode (engine/kernels/matmul_precision.h) every float product
 // goes to engine/kernels/bf16_gemm.h instead.
 //
@@ -78,6 +78,11 @@ void gemm_bias_keeping_a(int64_t m, int64_t n, int64_t k, const float* a, const 
                          const float* bias, float* c, Bf16Rows& kept);
 // gemm_tn_sums with B kept (b.rows = k, b.cols = n): the bits of the product on the floats.
 void gemm_tn_sums(int64_t m, const float* a, const Bf16Rows& b, float* c, float* sums);
+
+// OpenBLAS's sgemm of C (m x n) = A (m x k) B (k x n), all contiguous, in blocks of rows on
+// the engine's threads (OpenBLAS single-threaded, as everywhere here): a library's rate, the
+// reference `vitgrad bench` measures the model's products against, whatever gemm() runs on.
+void sgemm_on_openblas(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c);
 
 // The OpenBLAS kernel family in use, e.g. "Haswell" or "Cooperlake".
 const char* blas_core_name();
