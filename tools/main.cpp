@@ -10,6 +10,7 @@
 
 #include "engine/core/error.h"
 #include "engine/kernels/blas.h"
+#include "engine/kernels/kernel_settings.h"
 #include "tools/args.h"
 #include "tools/commands.h"
 
@@ -109,6 +110,7 @@ int main(int argc, char** argv) {
   const std::string command = argv[1];
   const std::vector<std::string> args(argv + 2, argv + argc);
   try {
+    vg::check_kernel_settings();
     std::vector<std::string> names;
     for (const auto& [name, run] : kCommands) {
       if (command == name) return run(args);

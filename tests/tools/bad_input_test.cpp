@@ -293,3 +293,20 @@ TEST_CASE("every bad checkpoint, config, data file and flag is one line and exit
   // The run the cases pointed at is untouched.
   CHECK(json::parse(read_text(run / "last.json")) == good);
 }
+
+// The kernels' environment variables are read where the kernels start, each taking the values
+// it knows: any other value (a typo) is refused before the command runs, not ignored.
+TEST_CASE("a kernel setting in the environment that is none of its values is one line, exit 2") {
+  const fs::path dir = fresh_dir("bad_kernel_settings");
+  for (const std::string env : {"VITGRAD_GEMM=avx3", "VITGRAD_BF16_UNITS=amx"}) {
+    const auto r =
+        vitgrad("train " + kTiny + "--steps 1 --out " + (dir / "out").string(), env);
+    INFO(env, "\nstderr: ", r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find(env + " is not one of its values") != std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK(r.out.empty());
+    CHECK_FALSE(fs::exists(dir / "out"));
+  }
+  CHECK(vitgrad("summary --depth 1 --dim 8 --heads 2", "VITGRAD_GEMM=").exit_code == 0);
+}
