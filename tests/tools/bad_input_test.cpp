@@ -299,8 +299,7 @@ TEST_CASE("every bad checkpoint, config, data file and flag is one line and exit
 TEST_CASE("a kernel setting in the environment that is none of its values is one line, exit 2") {
   const fs::path dir = fresh_dir("bad_kernel_settings");
   for (const std::string env : {"VITGRAD_GEMM=avx3", "VITGRAD_BF16_UNITS=amx"}) {
-    const auto r =
-        vitgrad("train " + kTiny + "--steps 1 --out " + (dir / "out").string(), env);
+    const auto r = vitgrad("train " + kTiny + "--steps 1 --out " + (dir / "out").string(), env);
     INFO(env, "\nstderr: ", r.err);
     CHECK(r.exit_code == 2);
     CHECK(r.err.find(env + " is not one of its values") != std::string::npos);
