@@ -20,6 +20,7 @@
 #include "engine/kernels/bf16_gemm.h"
 #include "engine/kernels/blas.h"
 #include "engine/kernels/matmul_precision.h"
+#include "engine/kernels/units_peak.h"
 #include "engine/ops/ops.h"
 #include "engine/optim/adamw.h"
 #include "engine/optim/param_groups.h"
@@ -80,6 +81,29 @@ double gemm_peak_gflops(bool bf16) {
     best = std::min(best, seconds_since(t0));
   }
   return 2.0 * double(n) * n * n / best / 1e9;
+}
+
+// The units' peak the step's products run on: AVX512-BF16's dot products in bf16 mode, the
+// float tiles' fmas in fp32; 0 where it is not measured (AMX's tiles, a stand-in for tests).
+double units_peak_gflops(bool bf16) {
+  if (!bf16) return float_units_peak_gflops();
+  const bool dot_products =
+      bf16_hardware() == Bf16Hardware::avx512_bf16 && bf16_stand_in() == Bf16StandIn::none;
+  return dot_products ? bf16_dot_peak_gflops() : 0;
+}
+
+// The units' peak, and what it allows a step: its products at that rate and nothing else.
+void print_units_peak(double units, double matmul_flops, int64_t batch, bool bf16) {
+  if (units <= 0) {
+    std::cout << "units' peak: not measured for " << (bf16 ? bf16_units_in_use() : "OpenBLAS")
+              << "\n";
+    return;
+  }
+  const double floor_s = matmul_flops / (units * 1e9);
+  std::cout << std::fixed << std::setprecision(1) << "units' peak: " << units << " GFLOP/s ("
+            << (bf16 ? "AVX512-BF16 dot products" : std::string(float_tiles_name()) + " fmas")
+            << " on registers alone): the step's products take at least " << 1e3 * floor_s
+            << " ms there, " << double(batch) / floor_s << " images/s at most\n";
 }
 
 void print_profile(const std::map<std::string, double>& seconds, int64_t steps) {
@@ -180,6 +204,9 @@ int run_bench(const std::vector<std::string>& argv) {
   const double ips = double(batch) / median, gflops = matmul_flops / median / 1e9;
   const double sgemm = gemm_peak_gflops(false);
   const double peak = bf16 ? gemm_peak_gflops(true) : sgemm;
+  const double units = units_peak_gflops(bf16);
+  const nlohmann::json at_units_peak =
+      units > 0 ? nlohmann::json(double(batch) * units * 1e9 / matmul_flops) : nullptr;
   const double rss = peak_rss_mb();
   const std::string core = blas_core_name();
   const double allocs = double(after.heap_allocations - before.heap_allocations) / double(steps);
@@ -191,6 +218,8 @@ int run_bench(const std::vector<std::string>& argv) {
                                 {"amp", matmul_precision_name(matmul_precision())},
                                 {"bf16_gemm_gflops", bf16 ? peak : 0.0},
                                 {"bf16_units", bf16_units_in_use()},
+                                {"units_peak_gflops", units},
+                                {"images_per_s_at_units_peak", at_units_peak},
                                 {"peak_rss_mb", rss},
                                 {"heap_allocations_per_step", allocs},
                                 {"threads", num_threads()},
@@ -221,6 +250,7 @@ int run_bench(const std::vector<std::string>& argv) {
                               " multiply-adds on float fmas)"
                         : std::string())
                 << "; a 1024^3 OpenBLAS sgemm: " << sgemm << " GFLOP/s\n";
+    print_units_peak(units, matmul_flops, batch, bf16);
     std::cout << "peak RSS: " << rss << " MB\n"
               << "heap allocations per step: " << allocs << "\n"
               << "threads: " << num_threads() << "  float products: " << float_tiles_name()

@@ -33,7 +33,10 @@ turns, and for each way the modes and the engines alternate, so every run of a r
 within minutes of the others. The ratio columns take each engine's best run over all repeats,
 which may come from different minutes; the "per round" columns give each round's own ratios
 (each engine and mode at its best way within that round), so their spread shows how far the
-machine's speed drifted while the table was made.
+machine's speed drifted while the table was made. The "ceiling" columns set PyTorch against a
+vitgrad step that would do nothing but its products at the units' peak (`vitgrad bench`
+measures the peak on registers alone): no kernel work can pass that ratio, so an aim above it
+is beyond the machine (n/a where the peak is not measured: AMX, OpenBLAS).
 
 Needs PyTorch: the newest one `python3` on the PATH imports (pip install torch), else
 Debian's python3-torch (/usr/bin/python3); the table's heading names the version. Not part of
@@ -276,6 +279,12 @@ def best_per_round(runs, repeats):
     return [max(r["images_per_s"] for r in runs[i * per:(i + 1) * per]) for i in range(repeats)]
 
 
+def ceiling_text(run, theirs):
+    """The ratio a vitgrad run would have at its units' peak, e.g. "1.75x"; n/a unmeasured."""
+    ceiling = run.get("images_per_s_at_units_peak")
+    return f"{ceiling / theirs:.2f}x" if ceiling else "n/a"
+
+
 def ratios_text(ours, theirs):
     """Each round's ratio, in round order, e.g. "1.31x, 1.22x"."""
     return ", ".join(f"{o / t:.2f}x" for o, t in zip(ours, theirs))
@@ -324,18 +333,19 @@ def main():
         envs = environments(kind, waits)
         print(f"\n## environment '{kind}': {describe_kind(kind, envs)}\n")
         if amps == ["fp32"]:
-            print("| config | PyTorch img/s | vitgrad img/s | ratio | PyTorch RSS MB | "
+            print("| config | PyTorch img/s | vitgrad img/s | ratio | ceiling | PyTorch RSS MB | "
                   "vitgrad RSS MB | RSS ratio | vitgrad matmul GFLOP/s | sgemm GFLOP/s | "
                   "vitgrad kernels (own + OpenBLAS) | waits (PyTorch, vitgrad) | "
                   "ratio per round |")
-            print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+            print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         else:
             print("| config | PyTorch fp32 | PyTorch bf16 autocast | vitgrad fp32 | vitgrad bf16 | "
                   "bf16 / PyTorch's faster | bf16 / vitgrad fp32 | fp32 / PyTorch fp32 | "
+                  "ceiling: bf16 / PyTorch's faster | ceiling: fp32 / PyTorch fp32 | "
                   "bf16 matmul GFLOP/s | bf16 GEMM peak | sgemm peak | "
                   "waits (PyTorch fp32, bf16; vitgrad fp32, bf16) | "
                   "bf16 / PyTorch's faster per round | bf16 / vitgrad fp32 per round |")
-            print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+            print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for label, dim, depth, heads, batch, norm, grn in picked:
             cmds = {}  # (engine, amp) -> the command of one run
             for amp in amps:
@@ -363,7 +373,8 @@ def main():
                 v, t = best[("vitgrad", "fp32")], best[("torch", "fp32")]
                 v_rss, t_rss = v["peak_rss_mb"], t["peak_rss_mb"]
                 print(f"| {label} | {t['images_per_s']:.0f} | {v['images_per_s']:.0f} | "
-                      f"{v['images_per_s'] / t['images_per_s']:.2f}x | {t_rss:.0f} | {v_rss:.0f} | "
+                      f"{v['images_per_s'] / t['images_per_s']:.2f}x | "
+                      f"{ceiling_text(v, t['images_per_s'])} | {t_rss:.0f} | {v_rss:.0f} | "
                       f"{v_rss / t_rss:.2f} | {v['gflops']:.0f} | {v['sgemm_gflops']:.0f} | "
                       f"{v['float_tiles']} + {v['blas_core']} | {t['wait']}, {v['wait']} | "
                       f"{ratios_text(rounds[('vitgrad', 'fp32')], rounds[('torch', 'fp32')])} |",
@@ -379,6 +390,8 @@ def main():
                   f"{ips[('vitgrad', 'bf16')] / faster:.2f}x | "
                   f"{ips[('vitgrad', 'bf16')] / ips[('vitgrad', 'fp32')]:.2f}x | "
                   f"{ips[('vitgrad', 'fp32')] / ips[('torch', 'fp32')]:.2f}x | "
+                  f"{ceiling_text(vb, faster)} | "
+                  f"{ceiling_text(best[('vitgrad', 'fp32')], ips[('torch', 'fp32')])} | "
                   f"{vb['gflops']:.0f} | {vb['bf16_gemm_gflops']:.0f} ({vb['bf16_units']}) | "
                   f"{vb['sgemm_gflops']:.0f} | "
                   f"{best[('torch', 'fp32')]['wait']}, {best[('torch', 'bf16')]['wait']}; "

@@ -183,6 +183,10 @@ TEST_CASE("bench --amp bf16 reports the bf16 GEMM peak beside the sgemm one") {
   CHECK(j.at("bf16_units") == (have_bf16() ? vg::bf16_hardware_name(vg::bf16_hardware()) : "fma"));
   CHECK(j.at("bf16_gemm_gflops").get<double>() > 0);
   CHECK(j.at("sgemm_gflops").get<double>() > 0);
+  // The units' peak is AVX512-BF16's dot products', measured only where they run the products.
+  const bool dot_products = have_bf16() && vg::bf16_hardware() == vg::Bf16Hardware::avx512_bf16;
+  CHECK((j.at("units_peak_gflops").get<double>() > 0) == dot_products);
+  CHECK(j.at("images_per_s_at_units_peak").is_null() == !dot_products);
   CHECK(j.at("heap_allocations_per_step").get<double>() == 0);
 }
 

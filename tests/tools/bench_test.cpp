@@ -32,6 +32,16 @@ TEST_CASE("bench --json reports consistent figures and no heap allocations after
         doctest::Approx(8).epsilon(1e-9));
   CHECK(j.at("gflops").get<double>() > 0);
   CHECK(j.at("sgemm_gflops").get<double>() > 0);
+  // The units' peak allows at most batch * peak / (the step's product FLOPs) images/s, and no
+  // step is faster than its products at that peak.
+  const double units = j.at("units_peak_gflops").get<double>();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    REQUIRE(units > 0);
+    const double product_gflop = j.at("gflops").get<double>() * j.at("ms_per_step").get<double>();
+    CHECK(j.at("images_per_s_at_units_peak").get<double>() * product_gflop / 1000 ==
+          doctest::Approx(8 * units).epsilon(1e-9));
+    CHECK(j.at("images_per_s_at_units_peak").get<double>() > j.at("images_per_s").get<double>());
+  }
   CHECK(j.at("peak_rss_mb").get<double>() > 1);
   CHECK(j.at("peak_rss_mb").get<double>() < 4096);
   CHECK(j.at("heap_allocations_per_step").get<double>() == 0);
@@ -123,6 +133,9 @@ TEST_CASE("bench names whose float products ran, and VITGRAD_GEMM chooses them")
                              : avx2                            ? "AVX2"
                                                                : "OpenBLAS";
   CHECK(bench_json("").at("float_tiles") == widest);
-  CHECK(bench_json("", "VITGRAD_GEMM=blas").at("float_tiles") == "OpenBLAS");
+  const nlohmann::json on_blas = bench_json("", "VITGRAD_GEMM=blas");
+  CHECK(on_blas.at("float_tiles") == "OpenBLAS");
+  CHECK(on_blas.at("units_peak_gflops") == 0);  // OpenBLAS's units are not measured
+  CHECK(on_blas.at("images_per_s_at_units_peak").is_null());
   if (avx2) CHECK(bench_json("", "VITGRAD_GEMM=avx2").at("float_tiles") == "AVX2");
 }

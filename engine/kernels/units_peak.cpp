@@ -1,0 +1,119 @@
+#include "engine/kernels/units_peak.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <numeric>
+#include <vector>
+
+#include "engine/core/parallel.h"
+#include "engine/kernels/gemm_simd.h"
+#include "engine/kernels/matmul_precision.h"
+
+namespace vg {
+namespace {
+
+// Enough independent chains to hide each unit's latency (4 to 6 cycles, two units a core).
+constexpr int kChains = 12;
+constexpr int64_t kIterations = 40'000'000;  // about 0.1 s a run
+
+// The empty asm makes `x` unknown to the compiler each time round, so that it can neither fold
+// the chains nor hoist them out of the loop; it costs no instruction.
+#define VG_OPAQUE(x) __asm__ volatile("" : "+v"(x))
+
+// The sum of every lane of the chains (stored and added: GCC 12's reduction intrinsic warns).
+__attribute__((target("avx512f"))) float lanes_sum(const __m512 (&acc)[kChains]) {
+  alignas(64) float lanes[16];
+  float sum = 0;
+  for (const __m512& a : acc) {
+    _mm512_store_ps(lanes, a);
+    for (float v : lanes) sum += v;
+  }
+  return sum;
+}
+
+__attribute__((target("avx512f"))) float avx512_fma_chains(int64_t iterations) {
+  __m512 acc[kChains];
+  for (__m512& a : acc) a = _mm512_setzero_ps();
+  __m512 x = _mm512_set1_ps(1.0f), y = _mm512_set1_ps(1e-7f);
+  for (int64_t it = 0; it < iterations; ++it) {
+    for (__m512& a : acc) a = _mm512_fmadd_ps(x, y, a);
+    VG_OPAQUE(x);
+  }
+  return lanes_sum(acc);
+}
+
+__attribute__((target("avx2,fma"))) float avx2_fma_chains(int64_t iterations) {
+  __m256 acc[kChains];
+  for (__m256& a : acc) a = _mm256_setzero_ps();
+  __m256 x = _mm256_set1_ps(1.0f), y = _mm256_set1_ps(1e-7f);
+  for (int64_t it = 0; it < iterations; ++it) {
+    for (__m256& a : acc) a = _mm256_fmadd_ps(x, y, a);
+    VG_OPAQUE(x);
+  }
+  alignas(32) float lanes[8];
+  float sum = 0;
+  for (const __m256& a : acc) {
+    _mm256_store_ps(lanes, a);
+    for (float v : lanes) sum += v;
+  }
+  return sum;
+}
+
+__attribute__((target("avx512f,avx512bf16"))) float bf16_dot_chains(int64_t iterations) {
+  __m512 acc[kChains];
+  for (__m512& a : acc) a = _mm512_setzero_ps();
+  __m512i x = _mm512_set1_epi16(0x3f80), y = _mm512_set1_epi16(0x3380);  // 1 and about 6e-8
+  for (int64_t it = 0; it < iterations; ++it) {
+    for (__m512& a : acc) a = _mm512_dpbf16_ps(a, __m512bh(x), __m512bh(y));
+    VG_OPAQUE(x);
+  }
+  return lanes_sum(acc);
+}
+
+#undef VG_OPAQUE
+
+// The best of three runs of `chains` on every engine thread at once, as GFLOP/s, given the
+// FLOPs one chain step does (lanes x 2 per multiply-add).
+template <class Chains>
+double best_rate(Chains chains, double flops_per_step) {
+  const int threads = num_threads();
+  double best = 0;
+  for (int run = 0; run < 3; ++run) {
+    std::vector<float> sums(size_t(threads), 0.0f);  // read below, so the chains are kept
+    const auto start = std::chrono::steady_clock::now();
+    parallel_for(threads, 1, [&](int64_t first, int64_t end) {
+      for (int64_t t = first; t < end; ++t) sums[size_t(t)] = chains(kIterations);
+    });
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    volatile float kept = std::accumulate(sums.begin(), sums.end(), 0.0f);
+    (void)kept;
+    const double flops = double(threads) * double(kIterations) * kChains * flops_per_step;
+    best = std::max(best, flops / seconds / 1e9);
+  }
+  return best;
+}
+
+}  // namespace
+
+double float_units_peak_gflops() {
+  switch (detail::float_tiles()) {
+    case detail::FloatTiles::avx512:
+      return best_rate(avx512_fma_chains, 16 * 2);
+    case detail::FloatTiles::avx2:
+      return best_rate(avx2_fma_chains, 8 * 2);
+    case detail::FloatTiles::none:
+      break;
+  }
+  return 0;
+}
+
+double bf16_dot_peak_gflops() {
+  if (bf16_hardware() == Bf16Hardware::none) return 0;
+  return best_rate(bf16_dot_chains, 16 * 2 * 2);
+}
+
+}  // namespace vg
