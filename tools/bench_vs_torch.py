@@ -344,8 +344,9 @@ def main():
                   "ceiling: bf16 / PyTorch's faster | ceiling: fp32 / PyTorch fp32 | "
                   "bf16 matmul GFLOP/s | bf16 GEMM peak | sgemm peak | "
                   "waits (PyTorch fp32, bf16; vitgrad fp32, bf16) | "
-                  "bf16 / PyTorch's faster per round | bf16 / vitgrad fp32 per round |")
-            print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+                  "bf16 / PyTorch's faster per round | bf16 / vitgrad fp32 per round | "
+                  "fp32 / PyTorch fp32 per round |")
+            print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for label, dim, depth, heads, batch, norm, grn in picked:
             cmds = {}  # (engine, amp) -> the command of one run
             for amp in amps:
@@ -397,7 +398,8 @@ def main():
                   f"{best[('torch', 'fp32')]['wait']}, {best[('torch', 'bf16')]['wait']}; "
                   f"{best[('vitgrad', 'fp32')]['wait']}, {vb['wait']} | "
                   f"{ratios_text(rounds[('vitgrad', 'bf16')], faster_rounds)} | "
-                  f"{ratios_text(rounds[('vitgrad', 'bf16')], rounds[('vitgrad', 'fp32')])} |",
+                  f"{ratios_text(rounds[('vitgrad', 'bf16')], rounds[('vitgrad', 'fp32')])} | "
+                  f"{ratios_text(rounds[('vitgrad', 'fp32')], rounds[('torch', 'fp32')])} |",
                   flush=True)
     print(f"\nload average at end: {os.getloadavg()[0]:.2f}; processors over the whole run: "
           f"{shares_text(ticks_at_start, cpu_ticks())}")
