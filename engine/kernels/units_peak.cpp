@@ -67,7 +67,7 @@ __attribute__((target("avx512f,avx512bf16"))) float bf16_dot_chains(int64_t iter
   for (__m512& a : acc) a = _mm512_setzero_ps();
   __m512i x = _mm512_set1_epi16(0x3f80), y = _mm512_set1_epi16(0x3380);  // 1 and about 6e-8
   for (int64_t it = 0; it < iterations; ++it) {
-    for (__m512& a : acc) a = _mm512_dpbf16_ps(a, __m512bh(x), __m512bh(y));
+    for (__m512& a : acc) a = _mm512_dpbf16_ps(a, (__m512bh)x, (__m512bh)y);
     VG_OPAQUE(x);
   }
   return lanes_sum(acc);
