@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "engine/kernels/bf16_gemm_parts.h"
+#include "engine/kernels/prefetch_tile.h"
 
 namespace vg::detail {
 namespace {
@@ -26,6 +27,7 @@ __attribute__((target("avx512f,avx512bf16"))) void tile(int64_t pairs, const uin
                                                         int64_t ld, const uint32_t* b, int64_t ldb,
                                                         float alpha, float beta, const float* start,
                                                         float* c, int64_t ldc, __mmask16 last) {
+  if (beta == 0.0f) prefetch_tile_for_write<R>(c, ldc, (V - 1) * kLanes + __builtin_popcount(last));
   __m512 acc[R][V];
 #pragma GCC unroll 4
   for (int v = 0; v < V; ++v) {

@@ -4,6 +4,7 @@
 
 #include "engine/kernels/gemm_simd.h"
 #include "engine/kernels/gemm_tiled.h"
+#include "engine/kernels/prefetch_tile.h"
 
 namespace vg::detail {
 namespace {
@@ -70,6 +71,7 @@ __attribute__((target("avx2,fma"))) void Avx2Tiles::multiply(int64_t k, const fl
                                                              int64_t ldc, int tail) {
   const __m256i last = lanes_below(tail);
   const bool cut = tail < kLanes;
+  if (beta == 0.0f) prefetch_tile_for_write<R>(c, ldc, (V - 1) * kLanes + tail);
   __m256 acc[R][V];
 #pragma GCC unroll 2
   for (int v = 0; v < V; ++v) {

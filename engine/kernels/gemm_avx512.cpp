@@ -4,6 +4,7 @@
 
 #include "engine/kernels/gemm_simd.h"
 #include "engine/kernels/gemm_tiled.h"
+#include "engine/kernels/prefetch_tile.h"
 #include "engine/kernels/transpose16.h"
 
 // GCC 12 inlines the plain (unmasked) shuffles as masked ones with an undefined pass-through
@@ -35,6 +36,7 @@ __attribute__((target("avx512f"))) void Avx512Tiles::multiply(int64_t k, const f
                                                               const float* start, float* c,
                                                               int64_t ldc, int tail) {
   const __mmask16 last = __mmask16((1u << tail) - 1);
+  if (beta == 0.0f) prefetch_tile_for_write<R>(c, ldc, (V - 1) * kLanes + tail);
   __m512 acc[R][V];
 #pragma GCC unroll 4
   for (int v = 0; v < V; ++v) {
