@@ -66,6 +66,12 @@ MemoryStats memory_stats() {
   return c.stats;
 }
 
+void reset_peak_memory() {
+  Cache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  c.stats.peak_bytes_in_use = c.stats.bytes_in_use;
+}
+
 void release_cached_memory() {
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);

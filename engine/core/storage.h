@@ -35,6 +35,8 @@ struct MemoryStats {
 };
 
 MemoryStats memory_stats();
+// Starts peak_bytes_in_use again from bytes_in_use: the peak of one part of a run from here.
+void reset_peak_memory();
 // Returns every cached buffer to the OS.
 void release_cached_memory();
 

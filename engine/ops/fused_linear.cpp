@@ -7,7 +7,9 @@
 // (ops/norm_parts.h, gelu_math.h), so its results have the bits of the op-by-op graph. In bf16
 // mode, a map whose gradient needs only its statistics (LayerNorm, an affine) has its values
 // kept instead, as dW's product reads them: rounded to bf16, half a float input's bytes, and
-// backward makes nothing again (the same bits: they are the values backward would make).
+// backward makes nothing again (the same bits: they are the values backward would make). GELU's
+// values, which backward makes again, the bf16 forward's product makes a block of rows at a
+// time as it packs them (kernels/made_rows.h): never stored, with the same bits.
 //
 // Optionally a per-channel scale s (LayerScale) follows the product: y = s * (a W^T + b).
 // Op by op, LayerScale would keep the product for ds = sum_rows dy * (a W^T + b); here ds
@@ -62,6 +64,11 @@ struct InputMap {
   // themselves: LayerNorm's and an affine's. In bf16 mode such a map's linear keeps its input
   // rounded to bf16 for dW, and backward makes nothing again.
   bool grads_from_forward_state = false;
+  // Optional, for a map of one element at a time (GELU): its values as rows made on demand
+  // (kernels/made_rows.h), with the bits of `values`. Where the products make rows (bf16
+  // mode), the forward's product makes a block of them as it packs it, so the map's output,
+  // fc2's input of 4 x dim floats a token, is never written to memory and read back.
+  std::function<MadeRows(const Tensor& x)> made_values;
 };
 
 // What a fused linear's forward keeps for backward in bf16 mode, where its map allows it
@@ -121,8 +128,13 @@ Tensor fused_linear(const char* op, const char* input, const Tensor& x, const In
   Tensor out;
   {
     MapState state;
-    const Tensor a = map ? map->values(x.detach(), state) : x.detach();
-    out = detail::linear_values(a, weight, bias, p, kept ? &kept->input : nullptr);
+    if (map && map->made_values && !kept && x.dtype() == DType::f32 && x.numel() > 0 &&
+        products_make_rows()) {
+      out = detail::linear_values_made(map->made_values(x.detach()), weight, bias, p);
+    } else {
+      const Tensor a = map ? map->values(x.detach(), state) : x.detach();
+      out = detail::linear_values(a, weight, bias, p, kept ? &kept->input : nullptr);
+    }
     if (kept) kept->state = std::move(state);
   }  // a is freed here: only x is kept (and, in bf16 mode, perhaps a as bf16)
   // LayerScale's own forward (channel_affine's values), so the output has its bits.
@@ -245,6 +257,18 @@ InputMap gelu_map(GeluApprox approx) {
     add_flops(double(h.numel()) *
               (approx == GeluApprox::none ? gelu_math::kErfFlops : gelu_math::kTanhFlops));
     return std::vector<Tensor>{need[0] ? dh : Tensor()};
+  };
+  m.made_values = [approx](const Tensor& h) {  // h outlives the rows: the forward holds it
+    const float* x = h.data<float>();
+    const int64_t cols = h.size(-1);
+    const bool tanh_form = approx != GeluApprox::none;
+    add_flops(double(h.numel()) * (tanh_form ? gelu_math::kTanhFlops : gelu_math::kErfFlops));
+    return MadeRows{h.numel() / cols, cols,
+                    [=](int64_t r0, int64_t r1, int64_t c0, int64_t c1, float* out) {
+                      for (int64_t r = r0; r < r1; ++r)
+                        kernels::gelu_block<float>(x + r * cols + c0, out + (r - r0) * (c1 - c0),
+                                                   nullptr, c1 - c0, tanh_form);
+                    }};
   };
   return m;
 }

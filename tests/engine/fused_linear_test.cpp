@@ -300,6 +300,28 @@ TEST_CASE("in bf16 mode layer_norm_linear keeps the normalised x as bf16, half i
   CHECK(no_dw < x_bytes / 2);
 }
 
+TEST_CASE("in bf16 mode gelu_linear's forward never stores GELU's values") {
+  // The product makes GELU's values a block of rows at a time as it packs them; in fp32 the
+  // op makes them whole first, as the op-by-op graph does. h is 96 KiB, the output 16 KiB.
+  const testing::Bf16ModelWhereNeeded model;  // on a CPU without bf16 units
+  Rng rng(94);
+  Tensor h = randn({128, 192}, rng).set_requires_grad();
+  Tensor w = randn({32, 192}, rng).set_requires_grad();
+  const int64_t h_bytes = h.numel() * 4;
+  auto peak_above_output = [&](MatmulPrecision precision) {
+    const MatmulPrecisionGuard mode(precision);
+    const int64_t before = memory_stats().bytes_in_use;
+    reset_peak_memory();
+    Tensor y = gelu_linear(h, w);
+    return memory_stats().peak_bytes_in_use - before - y.numel() * 4;
+  };
+  const int64_t bf16 = peak_above_output(MatmulPrecision::bf16);
+  const int64_t fp32 = peak_above_output(MatmulPrecision::fp32);
+  INFO("peak bytes besides the output: bf16 ", bf16, ", fp32 ", fp32);
+  CHECK(bf16 < h_bytes / 2);
+  CHECK(fp32 >= h_bytes);
+}
+
 TEST_CASE("the fused linears reject misshaped or mistyped operands with the op's name") {
   Tensor x = zeros({2, 3, 4}), w = zeros({5, 4}), b = zeros({5});
   CHECK_THROWS_WITH_AS(scaled_linear(x, w, b, zeros({4})),
