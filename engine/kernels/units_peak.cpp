@@ -76,8 +76,10 @@ __attribute__((target("avx512f,avx512bf16"))) float bf16_dot_chains(int64_t iter
 #undef VG_OPAQUE
 
 // The best of three runs of `chains` on every engine thread at once, as GFLOP/s, given the
-// FLOPs one chain step does (lanes x 2 per multiply-add). Each thread times its own chains, so
-// a thread that wakes late does not count as slow units; the threads' rates add up.
+// FLOPs one chain step does (lanes x 2 per multiply-add). Each thread times its own range of
+// runs, so a thread that wakes late does not count as slow units, and the ranges' rates add
+// up. (Timing each run apart would count twice the runs of one range, which one thread does
+// in turn: all of them where parallel_for runs serially, inside a parallel region.)
 template <class Chains>
 double best_rate(Chains chains, double flops_per_step) {
   const int threads = num_threads();
@@ -85,14 +87,12 @@ double best_rate(Chains chains, double flops_per_step) {
   double best = 0;
   for (int run = 0; run < 3; ++run) {
     std::vector<float> sums(size_t(threads), 0.0f);  // read below, so the chains are kept
-    std::vector<double> rates(size_t(threads), 0.0);
+    std::vector<double> rates(size_t(threads), 0.0);  // a range's, at its first index
     parallel_for(threads, 1, [&](int64_t first, int64_t end) {
-      for (int64_t t = first; t < end; ++t) {
-        const auto start = std::chrono::steady_clock::now();
-        sums[size_t(t)] = chains(kIterations);
-        const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-        rates[size_t(t)] = flops / took.count() / 1e9;
-      }
+      const auto start = std::chrono::steady_clock::now();
+      for (int64_t t = first; t < end; ++t) sums[size_t(t)] = chains(kIterations);
+      const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+      rates[size_t(first)] = double(end - first) * flops / took.count() / 1e9;
     });
     volatile float kept = std::accumulate(sums.begin(), sums.end(), 0.0f);
     (void)kept;

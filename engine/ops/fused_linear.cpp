@@ -212,6 +212,12 @@ Tensor fused_linear(const char* op, const char* input, const Tensor& x, const In
   });
 }
 
+// The FLOPs of GELU's values over h, as the gelu op counts them.
+void add_gelu_flops(const Tensor& h, GeluApprox approx) {
+  add_flops(double(h.numel()) *
+            (approx == GeluApprox::none ? gelu_math::kErfFlops : gelu_math::kTanhFlops));
+}
+
 // gelu(h) with the gelu op's bits, and into `slope` gelu'(h), in one pass: the erf form
 // shares Phi(h) between the two.
 Tensor gelu_with_slope(const Tensor& h, GeluApprox approx, Tensor& slope) {
@@ -222,8 +228,7 @@ Tensor gelu_with_slope(const Tensor& h, GeluApprox approx, Tensor& slope) {
     kernels::gelu_with_slope(h.data<T>(), a.data<T>(), slope.data<T>(), h.numel(),
                              approx != GeluApprox::none);
   });
-  add_flops(double(h.numel()) *
-            (approx == GeluApprox::none ? gelu_math::kErfFlops : gelu_math::kTanhFlops));
+  add_gelu_flops(h, approx);
   return a;
 }
 
@@ -254,15 +259,14 @@ InputMap gelu_map(GeluApprox approx) {
       kernels::gelu_with_grad(h.data<T>(), a.data<T>(), dh.data<T>(), h.numel(),
                               approx != GeluApprox::none);
     });
-    add_flops(double(h.numel()) *
-              (approx == GeluApprox::none ? gelu_math::kErfFlops : gelu_math::kTanhFlops));
+    add_gelu_flops(h, approx);
     return std::vector<Tensor>{need[0] ? dh : Tensor()};
   };
   m.made_values = [approx](const Tensor& h) {  // h outlives the rows: the forward holds it
     const float* x = h.data<float>();
     const int64_t cols = h.size(-1);
     const bool tanh_form = approx != GeluApprox::none;
-    add_flops(double(h.numel()) * (tanh_form ? gelu_math::kTanhFlops : gelu_math::kErfFlops));
+    add_gelu_flops(h, approx);
     return MadeRows{h.numel() / cols, cols,
                     [=](int64_t r0, int64_t r1, int64_t c0, int64_t c1, float* out) {
                       for (int64_t r = r0; r < r1; ++r)
