@@ -295,8 +295,7 @@ void gemm_bf16_made_b(int64_t m, const float* a, int64_t lda, const MadeRows& b,
 
 void gemm_bf16_keeping_a(int64_t m, int64_t n, int64_t k, const float* a, const float* b,
                          const float* start, float* c, Bf16Rows& kept, Bf16Tiles tiles) {
-  kept.rows = m, kept.cols = k;
-  kept.storage = std::make_shared<Storage>(size_t(m * kept.pairs()) * sizeof(uint32_t));
+  kept = make_bf16_rows(m, k);
   if (n <= 0) return detail::pairs_of_rows(m, k, a, k, kept.words(), kept.pairs());
   product(false, true, m, n, k, 1.0f, a, k, b, k, 0.0f, c, n, start, tiles, {.keep_a = &kept});
 }

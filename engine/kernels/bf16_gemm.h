@@ -48,6 +48,13 @@ struct Bf16Rows {
   uint32_t* words() const { return static_cast<uint32_t*>(storage->data()); }
 };
 
+// Bf16Rows of rows x cols whose words are yet to be written.
+inline Bf16Rows make_bf16_rows(int64_t rows, int64_t cols) {
+  Bf16Rows out{rows, cols, nullptr};
+  out.storage = std::make_shared<Storage>(size_t(rows * out.pairs()) * sizeof(uint32_t));
+  return out;
+}
+
 // Row-major C (m x n) = alpha * op(A) op(B) + beta * C, op = transpose where ta / tb, with
 // op(A) and op(B) rounded to bf16. With `start` (n values, e.g. a bias) each sum starts from
 // start[j] (and beta is ignored: C is not read). Splits large products over the engine's

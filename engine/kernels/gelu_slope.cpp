@@ -1,6 +1,10 @@
 #include "engine/kernels/gelu_slope.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "engine/core/parallel.h"
+#include "engine/kernels/bf16_gemm_parts.h"
 #include "engine/kernels/gelu_math.h"
 
 namespace vg::kernels {
@@ -44,6 +48,22 @@ void gelu_with_slope(const T* h, T* a, T* slope, int64_t n, bool tanh_form) {
 template <class T>
 void gelu_with_grad(const T* h, T* a, T* d, int64_t n, bool tanh_form) {
   gelu_values_and_slopes(h, a, n, tanh_form, [d](int64_t i, T s) { d[i] = d[i] * s; });
+}
+
+void gelu_with_grad_bf16(const float* h, uint32_t* words, float* d, int64_t rows, int64_t cols,
+                         bool tanh_form) {
+  const int64_t pairs = (cols + 1) / 2;
+  parallel_for(rows, std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(cols, 1)),
+               [&](int64_t r0, int64_t r1) {
+                 thread_local std::vector<float> values;  // one row's, rounded from cache
+                 if (values.size() < size_t(cols)) values.resize(size_t(cols));
+                 for (int64_t r = r0; r < r1; ++r) {
+                   float* dr = d + r * cols;
+                   gelu_range(h + r * cols, values.data(), 0, cols, tanh_form,
+                              [dr](int64_t i, float s) { dr[i] = dr[i] * s; });
+                   detail::bf16_pairs_of_row(values.data(), cols, words + r * pairs);
+                 }
+               });
 }
 
 template <class T>

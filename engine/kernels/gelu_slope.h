@@ -17,6 +17,13 @@ void gelu_with_slope(const T* h, T* a, T* slope, int64_t n, bool tanh_form);
 template <class T>
 void gelu_with_grad(const T* h, T* a, T* d, int64_t n, bool tanh_form);
 
+// gelu_with_grad over `rows` rows of `cols`, with a's values rounded to bf16 as they are made,
+// row r's pairs (bf16_pair of its values 2p and 2p + 1, the second zero past an odd cols) at
+// words[r * ((cols + 1) / 2) ...]: a bf16 operand kept for a weight gradient's product
+// (bf16_gemm.h Bf16Rows), which rounds them the same way. Half the bytes of a's floats.
+void gelu_with_grad_bf16(const float* h, uint32_t* words, float* d, int64_t rows, int64_t cols,
+                         bool tanh_form);
+
 // gelu_with_slope over n elements on the calling thread, the slope left out where `slope` is
 // null: for a kernel that makes GELU's values a block at a time while the block is in cache
 // (gelu_grn_samples in global_response_norm.h).

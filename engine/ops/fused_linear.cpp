@@ -9,7 +9,8 @@
 // kept instead, as dW's product reads them: rounded to bf16, half a float input's bytes, and
 // backward makes nothing again (the same bits: they are the values backward would make). GELU's
 // values, which backward makes again, the bf16 forward's product makes a block of rows at a
-// time as it packs them (kernels/made_rows.h): never stored, with the same bits.
+// time as it packs them (kernels/made_rows.h): never stored, with the same bits; backward's
+// pass writes them rounded to bf16, as dW's product reads them.
 //
 // Optionally a per-channel scale s (LayerScale) follows the product: y = s * (a W^T + b).
 // Op by op, LayerScale would keep the product for ds = sum_rows dy * (a W^T + b); here ds
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "engine/autograd/autograd.h"
+#include "engine/kernels/bf16_gemm.h"
 #include "engine/kernels/gelu_math.h"
 #include "engine/kernels/gelu_slope.h"
 #include "engine/kernels/row_scale.h"
@@ -56,9 +58,11 @@ struct InputMap {
       grads;
   // Optional, for a map whose gradient pass can make its values too: a = f(x) into `a` and
   // {dx, one per param} from da, in one pass (GELU: one erf per element and no slope array).
-  // Backward then makes da before the map's values.
+  // Backward then makes da before the map's values. With `rounded` (bf16 mode), a goes into
+  // it rounded to bf16 instead, as dW's product would round it: half the bytes written and
+  // read back, and the same bits.
   std::function<std::vector<Tensor>(const Tensor& x, const Tensor& da,
-                                    const std::vector<bool>& need, Tensor& a)>
+                                    const std::vector<bool>& need, Tensor& a, Bf16Rows* rounded)>
       values_and_grads;
   // Whether `grads` needs only what `values` left in the forward (statistics), not the values
   // themselves: LayerNorm's and an affine's. In bf16 mode such a map's linear keeps its input
@@ -185,8 +189,14 @@ Tensor fused_linear(const char* op, const char* input, const Tensor& x, const In
     }
     if (has_map && m.values_and_grads && need_weight && need_input) {
       Tensor a;  // the map's values, made by the pass that makes its gradient
-      const std::vector<Tensor> dmap = m.values_and_grads(xs, input_grad(), need_map, a);
-      weight_grads(a);
+      Bf16Rows rounded;
+      const bool round = detail::keeps_bf16_input(xs);
+      const std::vector<Tensor> dmap =
+          m.values_and_grads(xs, input_grad(), need_map, a, round ? &rounded : nullptr);
+      if (round)
+        grads_from(detail::weight_product(g2, rounded, need_col ? &col : nullptr));
+      else
+        weight_grads(a);
       for (size_t i = 0; i < n_map; ++i) grads[i] = dmap[i];
       return grads;
     }
@@ -251,14 +261,21 @@ InputMap gelu_map(GeluApprox approx) {
     return std::vector<Tensor>{dh};
   };
   m.values_and_grads = [approx](const Tensor& h, const Tensor& da, const std::vector<bool>& need,
-                                Tensor& a) {
-    a = Tensor::empty(h.shape(), h.dtype());
+                                Tensor& a, Bf16Rows* rounded) {
     Tensor dh = da;  // dh = da * gelu'(h), in da's memory
-    dispatch(h.dtype(), [&](auto z) {
-      using T = decltype(z);
-      kernels::gelu_with_grad(h.data<T>(), a.data<T>(), dh.data<T>(), h.numel(),
-                              approx != GeluApprox::none);
-    });
+    const bool tanh_form = approx != GeluApprox::none;
+    if (rounded) {
+      const int64_t cols = h.size(-1), rows = h.numel() / std::max<int64_t>(cols, 1);
+      *rounded = make_bf16_rows(rows, cols);
+      kernels::gelu_with_grad_bf16(h.data<float>(), rounded->words(), dh.data<float>(), rows, cols,
+                                   tanh_form);
+    } else {
+      a = Tensor::empty(h.shape(), h.dtype());
+      dispatch(h.dtype(), [&](auto z) {
+        using T = decltype(z);
+        kernels::gelu_with_grad(h.data<T>(), a.data<T>(), dh.data<T>(), h.numel(), tanh_form);
+      });
+    }
     add_gelu_flops(h, approx);
     return std::vector<Tensor>{need[0] ? dh : Tensor()};
   };

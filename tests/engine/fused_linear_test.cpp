@@ -344,3 +344,31 @@ TEST_CASE("the fused linears reject misshaped or mistyped operands with the op's
   CHECK_THROWS_WITH_AS(gelu_linear(x, w, b, GeluApprox::none, zeros({2})),
                        doctest::Contains("gelu_linear: out_scale has shape [2]"), Error);
 }
+
+TEST_CASE("in bf16 mode gelu_linear's backward writes GELU's values as bf16, half their bytes") {
+  // Backward makes GELU's values again for dW in the pass that makes dh; in bf16 mode it
+  // writes them rounded, as dW's product reads them. h is 96 KiB; dh takes da's memory.
+  const testing::Bf16ModelWhereNeeded model;  // on a CPU without bf16 units
+  Rng rng(95);
+  Tensor h = randn({128, 192}, rng).set_requires_grad();
+  Tensor w = randn({32, 192}, rng).set_requires_grad();
+  Tensor dy = randn({128, 32}, rng);
+  const int64_t h_bytes = h.numel() * 4;
+  // The second backward adds to the gradients in place: the peak is the op's own.
+  auto second_backward_peak = [&](MatmulPrecision precision) {
+    const MatmulPrecisionGuard mode(precision);
+    gelu_linear(h, w).backward(dy);
+    Tensor y = gelu_linear(h, w);
+    const int64_t before = memory_stats().bytes_in_use;
+    reset_peak_memory();
+    y.backward(dy);
+    const int64_t peak = memory_stats().peak_bytes_in_use - before;
+    h.zero_grad(), w.zero_grad();
+    return peak;
+  };
+  const int64_t bf16 = second_backward_peak(MatmulPrecision::bf16);
+  const int64_t fp32 = second_backward_peak(MatmulPrecision::fp32);
+  INFO("peak bytes in backward: bf16 ", bf16, ", fp32 ", fp32);
+  CHECK(fp32 >= 2 * h_bytes);                // da and GELU's values, besides dW's
+  CHECK(fp32 - bf16 >= h_bytes / 2 - 1024);  // half of GELU's bytes fewer (give or take sums)
+}

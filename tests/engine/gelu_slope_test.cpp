@@ -2,9 +2,11 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdint>
 #include <vector>
 
 #include "engine/core/rng.h"
+#include "engine/kernels/bf16.h"
 #include "engine/kernels/gelu_math.h"
 
 using namespace vg;
@@ -69,5 +71,33 @@ TEST_CASE("gelu_block has the bits of gelu_with_slope, with and without the slop
     CHECK(a_block == a);
     CHECK(slope_block == slope);
     CHECK(a_alone == a);
+  }
+}
+
+TEST_CASE("gelu_with_grad_bf16 has gelu_with_grad's bits, its values rounded into bf16 pairs") {
+  // An odd row (the last pair's second half zero) and an even one, over more rows than one
+  // thread's share; every word against bf16_pair of gelu_with_grad's values.
+  Rng rng(6);
+  for (const int64_t cols : {int64_t(97), int64_t(192)}) {
+    const int64_t rows = 300, n = rows * cols, pairs = (cols + 1) / 2;
+    std::vector<float> h(n), d(n);
+    for (float& v : h) v = float(3 * rng.normal());
+    for (float& v : d) v = float(rng.normal());
+    for (bool tanh_form : {false, true}) {
+      INFO("cols ", cols, ", tanh form: ", tanh_form);
+      std::vector<float> a(n), d_floats = d, d_words = d;
+      std::vector<uint32_t> words(size_t(rows * pairs), 0xDEADBEEFu);
+      kernels::gelu_with_grad(h.data(), a.data(), d_floats.data(), n, tanh_form);
+      kernels::gelu_with_grad_bf16(h.data(), words.data(), d_words.data(), rows, cols, tanh_form);
+      CHECK(d_words == d_floats);
+      int64_t wrong = 0;
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t p = 0; p < pairs; ++p) {
+          const float first = a[r * cols + 2 * p];
+          const float second = 2 * p + 1 < cols ? a[r * cols + 2 * p + 1] : 0.0f;
+          wrong += words[r * pairs + p] != bf16_pair(first, second);
+        }
+      CHECK(wrong == 0);
+    }
   }
 }
