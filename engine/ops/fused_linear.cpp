@@ -7,7 +7,8 @@
 // (ops/norm_parts.h, gelu_math.h), so its results have the bits of the op-by-op graph. In bf16
 // mode, a map whose gradient needs only its statistics (LayerNorm, an affine) has its values
 // kept instead, as dW's product reads them: rounded to bf16, half a float input's bytes, and
-// backward makes nothing again (the same bits: they are the values backward would make). GELU's
+// backward makes nothing again (the same bits: they are the values backward would make); so
+// has a linear without a map (scaled_linear), whose float input is then not held. GELU's
 // values, which backward makes again, the bf16 forward's product makes a block of rows at a
 // time as it packs them (kernels/made_rows.h): never stored, with the same bits; backward's
 // pass writes them rounded to bf16, as dW's product reads them.
@@ -125,8 +126,10 @@ Tensor fused_linear(const char* op, const char* input, const Tensor& x, const In
   inputs.insert(inputs.end(), params.begin(), params.end());
   inputs.insert(inputs.end(), {weight, bias, out_scale});
   const bool any_grad = any_requires_grad(inputs);
+  // No map, or a map whose gradient needs only its state: dW's operand is all that backward
+  // would read of the map's values, and in bf16 mode it is kept as the product rounds it.
   std::shared_ptr<KeptForward> kept;
-  if (any_grad && map && map->grads_from_forward_state && detail::keeps_bf16_input(x) &&
+  if (any_grad && (!map || map->grads_from_forward_state) && detail::keeps_bf16_input(x) &&
       (needs_grad(weight) || needs_grad(out_scale)))
     kept = std::make_shared<KeptForward>();
   Tensor out;
@@ -149,7 +152,9 @@ Tensor fused_linear(const char* op, const char* input, const Tensor& x, const In
   for (const Tensor& t : inputs) need.push_back(needs_grad(t));
   const size_t n_map = 1 + params.size(), iw = n_map, ib = iw + 1, is = ib + 1;
   const bool need_input = std::any_of(need.begin(), need.begin() + n_map, [](bool b) { return b; });
-  const Tensor xs = x.detach(), ws = weight.detach();
+  // Without a map, a kept input is all backward reads of x: the float x is not held.
+  const Tensor xs = kept && !map ? Tensor() : x.detach(), ws = weight.detach();
+  const Shape x_shape = x.shape();
   const Tensor ss = out_scale.defined() ? out_scale.detach() : Tensor();
   const Tensor bs = bias.defined() ? bias.detach() : Tensor();
   const InputMap m = map ? *map : InputMap{};
@@ -157,7 +162,7 @@ Tensor fused_linear(const char* op, const char* input, const Tensor& x, const In
   const int64_t rows = p.rows, in_features = p.in_features, out_features = p.out_features;
   return record(op, out, inputs, [=](const Tensor& g) {
     const Tensor g2 = g.reshape({rows, out_features});
-    std::vector<Tensor> grads(inputs.size());
+    std::vector<Tensor> grads(need.size());  // one per input (not `inputs`: x would be held)
     const std::vector<bool> need_map(need.begin(), need.begin() + n_map);
     const bool need_col = need[ib] || (need[is] && bs.defined());
     const bool need_weight = need[iw] || need[is];
@@ -167,7 +172,7 @@ Tensor fused_linear(const char* op, const char* input, const Tensor& x, const In
       grads[ib] = scaled ? col * ss : col;
     }
     auto input_grad = [&] {  // da = dy (s * W)
-      return matmul(g2, scaled ? scaled_weight(ws, ss) : ws).reshape(xs.shape());
+      return matmul(g2, scaled ? scaled_weight(ws, ss) : ws).reshape(x_shape);
     };
     auto grads_from = [&](const Tensor& G) {  // G = dy^T a, with col taken in the same pass
       if (need[ib]) grads[ib] = scaled ? col * ss : col;
@@ -181,7 +186,8 @@ Tensor fused_linear(const char* op, const char* input, const Tensor& x, const In
     if (kept) {  // a as the forward rounded it, and the map's statistics: nothing made again
       if (need_weight)
         grads_from(detail::weight_product(g2, kept->input, need_col ? &col : nullptr));
-      if (need_input) {
+      if (need_input && !has_map) grads[0] = input_grad();
+      if (need_input && has_map) {
         const std::vector<Tensor> dmap = m.grads(xs, kept->state, input_grad(), need_map);
         for (size_t i = 0; i < n_map; ++i) grads[i] = dmap[i];
       }

@@ -372,3 +372,35 @@ TEST_CASE("in bf16 mode gelu_linear's backward writes GELU's values as bf16, hal
   CHECK(fp32 >= 2 * h_bytes);                // da and GELU's values, besides dW's
   CHECK(fp32 - bf16 >= h_bytes / 2 - 1024);  // half of GELU's bytes fewer (give or take sums)
 }
+
+TEST_CASE("in bf16 mode scaled_linear keeps its input as bf16: linear's bits, half the bytes") {
+  // dW's product reads x rounded to bf16, kept from the forward; backward needs nothing else of
+  // x, so the float x is not held. With a unit scale every gradient is linear's, bit for bit.
+  const testing::Bf16ModelWhereNeeded model;  // on a CPU without bf16 units
+  const MatmulPrecisionGuard amp(MatmulPrecision::bf16);
+  Rng rng(96);
+  const Tensor x = randn({4, 33, 48}, rng), w = randn({40, 48}, rng), b = randn({40}, rng);
+  const Tensor dy = randn({4, 33, 40}, rng);
+  const std::vector<Tensor> fused = run(
+      [](const auto& in) { return scaled_linear(in[0], in[1], in[2], ones({40})); }, {x, w, b}, dy);
+  const std::vector<Tensor> plain =
+      run([](const auto& in) { return linear(in[0], in[1], in[2]); }, {x, w, b}, dy);
+  for (size_t i = 0; i < fused.size(); ++i) {
+    INFO("result ", i);
+    CHECK(count_different(fused[i], plain[i]) == 0);
+  }
+  // x made inside: what the output's graph holds of it, besides the output.
+  const int64_t x_bytes = 64 * 256 * 4, out_bytes = 64 * 32 * 4;
+  Tensor w2 = randn({32, 256}, rng).set_requires_grad(), s = ones({32});
+  auto held = [&](MatmulPrecision precision) {
+    const MatmulPrecisionGuard mode(precision);
+    const int64_t before = memory_stats().bytes_in_use;
+    Tensor y = scaled_linear(randn({64, 256}, rng), w2, Tensor(), s);
+    return memory_stats().bytes_in_use - before - out_bytes;
+  };
+  const int64_t bf16 = held(MatmulPrecision::bf16), fp32 = held(MatmulPrecision::fp32);
+  INFO("bytes held besides the output: bf16 ", bf16, ", fp32 ", fp32);
+  CHECK(fp32 >= x_bytes);
+  CHECK(bf16 >= x_bytes / 2);
+  CHECK(bf16 < x_bytes);
+}
