@@ -1,6 +1,7 @@
 // The operands of a bf16 product once packed, and the tile loops that multiply them (one per
 // kind of bf16 unit). Internal to engine/kernels/bf16_gemm.cpp and its tile kernels, and to
-// the kernels that write a kept bf16 operand themselves (gelu_slope.cpp).
+// the kernels that write a kept bf16 operand themselves (gelu_slope.cpp,
+// global_response_norm.cpp).
 #pragma once
 
 #include <cstdint>

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "engine/core/parallel.h"
+#include "engine/kernels/bf16_gemm_parts.h"
 #include "engine/kernels/gelu_slope.h"
 
 namespace vg::kernels {
@@ -65,6 +66,25 @@ void gelu_grn_samples(const T* h, bool tanh_form, const T* gamma, const T* beta,
       T* ab = a ? a + b * S * C : scratch.data();
       gelu_block(h + b * S * C, ab, slope ? slope + b * S * C : nullptr, S * C, tanh_form);
       grn_sample(ab, gamma, beta, eps, y + b * S * C, norm + b * C, n + b * C, divisor + b, S, C);
+    }
+  });
+}
+
+void gelu_grn_samples_bf16(const float* h, bool tanh_form, const float* gamma, const float* beta,
+                           double eps, float* a, float* slope, uint32_t* y_words, double* stats,
+                           int64_t B, int64_t S, int64_t C) {
+  double *norm = stats, *n = norm + B * C, *divisor = n + B * C;
+  const int64_t pairs = (C + 1) / 2;
+  parallel_for(B, grain_for(S * C), [&](int64_t b0, int64_t b1) {
+    thread_local std::vector<float> scratch, y;  // a sample's GELU values and output, in cache
+    if (!a) scratch.resize(size_t(S * C));
+    y.resize(size_t(S * C));
+    for (int64_t b = b0; b < b1; ++b) {
+      float* ab = a ? a + b * S * C : scratch.data();
+      gelu_block(h + b * S * C, ab, slope ? slope + b * S * C : nullptr, S * C, tanh_form);
+      grn_sample(ab, gamma, beta, eps, y.data(), norm + b * C, n + b * C, divisor + b, S, C);
+      for (int64_t s = 0; s < S; ++s)
+        detail::bf16_pairs_of_row(y.data() + s * C, C, y_words + (b * S + s) * pairs);
     }
   });
 }

@@ -23,6 +23,13 @@ template <class T>
 void gelu_grn_samples(const T* h, bool tanh_form, const T* gamma, const T* beta, double eps,
                       T* a, T* slope, T* y, double* stats, int64_t B, int64_t S, int64_t C);
 
+// gelu_grn_samples for float with y rounded to bf16 as it is made, row r's pairs (bf16_pair of
+// its values 2p and 2p + 1, the second zero past an odd C) at y_words[r * ((C + 1) / 2) ...]:
+// a weight gradient's kept operand (bf16_gemm.h Bf16Rows), which rounds them the same way.
+void gelu_grn_samples_bf16(const float* h, bool tanh_form, const float* gamma, const float* beta,
+                           double eps, float* a, float* slope, uint32_t* y_words, double* stats,
+                           int64_t B, int64_t S, int64_t C);
+
 // From dy (G) and the forward's stats: dx (may be null), dgamma_c = sum_b n_bc sum_s G x,
 // dbeta_c = sum_{b,s} G (either may be null). dx_sc = G_sc (1 + gamma_c n_c) + x_sc * dL/dg_c
 // / g_c with dL/dg_k = (a_k - mean_c(a_c n_c)) / (mu + eps), a_c = gamma_c sum_s G x, and the

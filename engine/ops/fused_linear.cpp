@@ -69,6 +69,10 @@ struct InputMap {
   // themselves: LayerNorm's and an affine's. In bf16 mode such a map's linear keeps its input
   // rounded to bf16 for dW, and backward makes nothing again.
   bool grads_from_forward_state = false;
+  // Optional: `values` with the values rounded to bf16 into `rounded` instead of a tensor, as
+  // dW's product reads them, for backward in bf16 mode (GRN: half the bytes written and read
+  // back, the same bits).
+  std::function<void(const Tensor& x, MapState& state, Bf16Rows& rounded)> rounded_values;
   // Optional, for a map of one element at a time (GELU): its values as rows made on demand
   // (kernels/made_rows.h), with the bits of `values`. Where the products make rows (bf16
   // mode), the forward's product makes a block of them as it packs it, so the map's output,
@@ -209,7 +213,12 @@ Tensor fused_linear(const char* op, const char* input, const Tensor& x, const In
     MapState state;
     state.for_backward = true;
     bool made = false;  // the map's values (and state) made in this backward
-    if (need_weight) {
+    if (need_weight && has_map && m.rounded_values && detail::keeps_bf16_input(xs)) {
+      Bf16Rows rounded;
+      m.rounded_values(xs, state, rounded);
+      made = true;
+      grads_from(detail::weight_product(g2, rounded, need_col ? &col : nullptr));
+    } else if (need_weight) {
       const Tensor a = has_map ? m.values(xs, state) : xs;
       made = has_map;
       weight_grads(a);
@@ -360,6 +369,10 @@ Tensor gelu_grn_linear(const Tensor& h, const Tensor& gamma, const Tensor& beta,
     const bool keep = state.for_backward;
     return detail::gelu_grn_values(h, tanh_form, gm, bt, eps, state.stats,
                                    keep ? &state.act : nullptr, keep ? &state.slope : nullptr);
+  };
+  m.rounded_values = [=](const Tensor& h, MapState& state, Bf16Rows& rounded) {
+    detail::gelu_grn_values(h, tanh_form, gm, bt, eps, state.stats, &state.act, &state.slope,
+                            &rounded);
   };
   m.grads = [=](const Tensor&, const MapState& state, const Tensor& da,
                 const std::vector<bool>& need) {

@@ -134,19 +134,30 @@ Tensor grn_values(const Tensor& x, const Tensor& gamma, const Tensor& beta, doub
 }
 
 Tensor gelu_grn_values(const Tensor& h, bool tanh_form, const Tensor& gamma, const Tensor& beta,
-                       double eps, std::vector<double>& stats, Tensor* act, Tensor* slope) {
+                       double eps, std::vector<double>& stats, Tensor* act, Tensor* slope,
+                       Bf16Rows* rounded) {
   const GrnDims d = grn_dims(h, gamma, beta);
   const int64_t B = d.B, S = d.S, C = d.C;
   stats.assign(B * (2 * C + 1), 0.0);
-  Tensor out = Tensor::empty(h.shape(), h.dtype());
   if (act) *act = Tensor::empty(h.shape(), h.dtype());
   if (slope) *slope = Tensor::empty(h.shape(), h.dtype());
-  dispatch(h.dtype(), [&](auto z) {
-    using T = decltype(z);
-    kernels::gelu_grn_samples(h.data<T>(), tanh_form, gamma.data<T>(), beta.data<T>(), eps,
-                              act ? act->data<T>() : nullptr, slope ? slope->data<T>() : nullptr,
-                              out.data<T>(), stats.data(), B, S, C);
-  });
+  Tensor out;
+  if (rounded) {
+    check(h.dtype() == DType::f32, "gelu_grn: a bf16 output asked for of ", dtype_name(h.dtype()));
+    *rounded = make_bf16_rows(B * S, C);
+    kernels::gelu_grn_samples_bf16(h.data<float>(), tanh_form, gamma.data<float>(),
+                                   beta.data<float>(), eps, act ? act->data<float>() : nullptr,
+                                   slope ? slope->data<float>() : nullptr, rounded->words(),
+                                   stats.data(), B, S, C);
+  } else {
+    out = Tensor::empty(h.shape(), h.dtype());
+    dispatch(h.dtype(), [&](auto z) {
+      using T = decltype(z);
+      kernels::gelu_grn_samples(h.data<T>(), tanh_form, gamma.data<T>(), beta.data<T>(), eps,
+                                act ? act->data<T>() : nullptr, slope ? slope->data<T>() : nullptr,
+                                out.data<T>(), stats.data(), B, S, C);
+    });
+  }
   const double gelu_flops = tanh_form ? gelu_math::kTanhFlops : gelu_math::kErfFlops;
   add_flops((gelu_flops + 6.0) * double(h.numel()));
   return out;

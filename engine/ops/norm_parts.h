@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/core/tensor.h"
+#include "engine/kernels/bf16_gemm.h"
 
 namespace vg::detail {
 
@@ -31,9 +32,11 @@ Tensor grn_values(const Tensor& x, const Tensor& gamma, const Tensor& beta, doub
                   std::vector<double>& stats);
 // global_response_norm(gelu(h)) with the bits of the two ops, one sample at a time, so that
 // GELU's values are read back from cache; GELU's values into *act and its slope into *slope
-// where they are given (for backward).
+// where they are given (for backward). With `rounded` (float h), the output goes into it
+// rounded to bf16, as a weight gradient's product reads it, and no tensor is returned.
 Tensor gelu_grn_values(const Tensor& h, bool tanh_form, const Tensor& gamma, const Tensor& beta,
-                       double eps, std::vector<double>& stats, Tensor* act, Tensor* slope);
+                       double eps, std::vector<double>& stats, Tensor* act, Tensor* slope,
+                       Bf16Rows* rounded = nullptr);
 // dx is multiplied by dx_scale, where defined, in the same pass (GELU's slope before GRN).
 std::vector<Tensor> grn_grads(const Tensor& x, const Tensor& gamma,
                               const std::vector<double>& stats, const Tensor& g, bool need_x,

@@ -1,12 +1,13 @@
-#include "engine/kernels/global_response_norm.h"
-
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include "engine/core/rng.h"
+#include "engine/kernels/bf16.h"
 #include "engine/kernels/gelu_slope.h"
+#include "engine/kernels/global_response_norm.h"
 
 using namespace vg;
 
@@ -84,15 +85,29 @@ TEST_CASE("global_response_norm_backward_samples is within 1e-12 of the formula'
   }
 }
 
+namespace {
+
+struct GeluGrnInputs {
+  std::vector<float> h, gamma, beta;
+};
+
+// h (B, S, C) of GELU's interesting range, and GRN's gamma and beta.
+GeluGrnInputs gelu_grn_inputs(int64_t B, int64_t S, int64_t C, uint64_t seed) {
+  Rng rng(seed);
+  GeluGrnInputs in{std::vector<float>(B * S * C), std::vector<float>(C), std::vector<float>(C)};
+  for (float& v : in.h) v = float(2 * rng.normal());
+  for (float& v : in.gamma) v = float(rng.normal());
+  for (float& v : in.beta) v = float(rng.normal());
+  return in;
+}
+
+}  // namespace
+
 // gelu_grn_samples against its two kernels run one after the other, in float32 where the
 // order of operations shows in the bits: values, GELU's values and slope, and statistics.
 TEST_CASE("gelu_grn_samples has the bits of gelu_with_slope then global_response_norm_samples") {
   const int64_t B = 5, S = 13, C = 24;  // more than one sample per thread
-  Rng rng(6);
-  std::vector<float> h(B * S * C), gamma(C), beta(C);
-  for (float& v : h) v = float(2 * rng.normal());
-  for (float& v : gamma) v = float(rng.normal());
-  for (float& v : beta) v = float(rng.normal());
+  const auto [h, gamma, beta] = gelu_grn_inputs(B, S, C, 6);
   for (bool tanh_form : {false, true}) {
     INFO("tanh form: ", tanh_form);
     std::vector<float> a(h.size()), slope(h.size()), y(h.size());
@@ -113,6 +128,39 @@ TEST_CASE("gelu_grn_samples has the bits of gelu_with_slope then global_response
     CHECK(y_alone == y);
     CHECK(stats_kept == stats);
     CHECK(stats_alone == stats);
+  }
+}
+
+TEST_CASE("gelu_grn_samples_bf16 has gelu_grn_samples' bits, its output rounded into pairs") {
+  const int64_t B = 5, S = 13, C = 23;  // an odd C: each row's last pair half zero
+  const int64_t pairs = (C + 1) / 2;
+  const auto [h, gamma, beta] = gelu_grn_inputs(B, S, C, 8);
+  for (bool tanh_form : {false, true}) {
+    INFO("tanh form: ", tanh_form);
+    std::vector<float> a(h.size()), slope(h.size()), y(h.size());
+    std::vector<double> stats(B * (2 * C + 1));
+    kernels::gelu_grn_samples(h.data(), tanh_form, gamma.data(), beta.data(), 1e-6, a.data(),
+                              slope.data(), y.data(), stats.data(), B, S, C);
+    std::vector<float> a_words(h.size()), slope_words(h.size());
+    std::vector<double> stats_words(stats.size()), stats_alone(stats.size());
+    std::vector<uint32_t> words(B * S * pairs, 0xDEADBEEFu), alone(words.size(), 0xDEADBEEFu);
+    kernels::gelu_grn_samples_bf16(h.data(), tanh_form, gamma.data(), beta.data(), 1e-6,
+                                   a_words.data(), slope_words.data(), words.data(),
+                                   stats_words.data(), B, S, C);
+    kernels::gelu_grn_samples_bf16(h.data(), tanh_form, gamma.data(), beta.data(), 1e-6, nullptr,
+                                   nullptr, alone.data(), stats_alone.data(), B, S, C);
+    CHECK(a_words == a);
+    CHECK(slope_words == slope);
+    CHECK(stats_words == stats);
+    CHECK(stats_alone == stats);
+    CHECK(alone == words);
+    int64_t wrong = 0;
+    for (int64_t r = 0; r < B * S; ++r)
+      for (int64_t p = 0; p < pairs; ++p) {
+        const float second = 2 * p + 1 < C ? y[r * C + 2 * p + 1] : 0.0f;
+        wrong += words[r * pairs + p] != bf16_pair(y[r * C + 2 * p], second);
+      }
+    CHECK(wrong == 0);
   }
 }
 
