@@ -187,11 +187,14 @@ Tensor fused_linear(const char* op, const char* input, const Tensor& x, const In
       grads_from(
           detail::weight_product(g2, a.reshape({rows, in_features}), need_col ? &col : nullptr));
     };
+    auto weight_grads_rounded = [&](const Bf16Rows& a) {  // a as dW's product reads it
+      grads_from(detail::weight_product(g2, a, need_col ? &col : nullptr));
+    };
     if (kept) {  // a as the forward rounded it, and the map's statistics: nothing made again
-      if (need_weight)
-        grads_from(detail::weight_product(g2, kept->input, need_col ? &col : nullptr));
-      if (need_input && !has_map) grads[0] = input_grad();
-      if (need_input && has_map) {
+      if (need_weight) weight_grads_rounded(kept->input);
+      if (need_input && !has_map) {
+        grads[0] = input_grad();
+      } else if (need_input) {
         const std::vector<Tensor> dmap = m.grads(xs, kept->state, input_grad(), need_map);
         for (size_t i = 0; i < n_map; ++i) grads[i] = dmap[i];
       }
@@ -203,10 +206,7 @@ Tensor fused_linear(const char* op, const char* input, const Tensor& x, const In
       const bool round = detail::keeps_bf16_input(xs);
       const std::vector<Tensor> dmap =
           m.values_and_grads(xs, input_grad(), need_map, a, round ? &rounded : nullptr);
-      if (round)
-        grads_from(detail::weight_product(g2, rounded, need_col ? &col : nullptr));
-      else
-        weight_grads(a);
+      round ? weight_grads_rounded(rounded) : weight_grads(a);
       for (size_t i = 0; i < n_map; ++i) grads[i] = dmap[i];
       return grads;
     }
@@ -217,7 +217,7 @@ Tensor fused_linear(const char* op, const char* input, const Tensor& x, const In
       Bf16Rows rounded;
       m.rounded_values(xs, state, rounded);
       made = true;
-      grads_from(detail::weight_product(g2, rounded, need_col ? &col : nullptr));
+      weight_grads_rounded(rounded);
     } else if (need_weight) {
       const Tensor a = has_map ? m.values(xs, state) : xs;
       made = has_map;
