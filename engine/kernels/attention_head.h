@@ -46,15 +46,19 @@ void attention_head_backward_reference(HeadView<const T> q, HeadView<const T> k,
                                        HeadView<T> dq, HeadView<T> dk, HeadView<T> dv, int64_t Tq,
                                        int64_t Tk, int64_t D, double scale);
 
-// Asks the caches for the rows that the next head will read while this one computes. A
-// head's rows lie 3C floats apart in a packed qkv, too few of them for the hardware
-// prefetcher to follow, and the first loads of each head stalled its products.
+// Asks L2 for the rows that the next head will read while this one computes. A head's rows
+// lie 3C floats apart in a packed qkv, too few of them for the hardware prefetcher to
+// follow, and the first loads of each head stalled its products. L2, not L1: the next
+// head's rows (in backward with its P and dO, 23 KB at head dim 16) asked into a 32 KB L1
+// pushed out the rows the current head was reading, and the heads ran no faster than with
+// no requests at all.
 template <class T>
 void prefetch_rows(const T* m, int64_t ld, int64_t rows, int64_t cols) {
+  constexpr int kRead = 0, kIntoL2 = 2;  // locality 2: prefetcht1
   const int64_t bytes = cols * int64_t(sizeof(T));
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t b = 0; b < bytes; b += 64)
-      __builtin_prefetch(reinterpret_cast<const char*>(m + r * ld) + b);
+      __builtin_prefetch(reinterpret_cast<const char*>(m + r * ld) + b, kRead, kIntoL2);
 }
 
 }  // namespace vg::kernels
