@@ -206,7 +206,10 @@ Tensor fused_linear(const char* op, const char* input, const Tensor& x, const In
       const bool round = detail::keeps_bf16_input(xs);
       const std::vector<Tensor> dmap =
           m.values_and_grads(xs, input_grad(), need_map, a, round ? &rounded : nullptr);
-      round ? weight_grads_rounded(rounded) : weight_grads(a);
+      if (round)
+        weight_grads_rounded(rounded);
+      else
+        weight_grads(a);
       for (size_t i = 0; i < n_map; ++i) grads[i] = dmap[i];
       return grads;
     }
