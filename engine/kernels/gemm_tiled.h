@@ -195,10 +195,13 @@ struct ColumnSums {
   }
 };
 
-// C = alpha A^T B + beta C, k long: k in chunks, each chunk's sums added to C in order. The
-// threads share C's panels of columns (each packs only its own panels of B) where they split
-// evenly, else its rows (each packs every panel, a small cost next to the products). With
-// `sums`, the thread that alone reads those columns of dY sums them (the first, where all do).
+// C = alpha A^T B + beta C, k long: k in chunks, each chunk's sums added to C in order. B is
+// read in place, not packed: each tile streams its rows from L2 either way, and a copy per
+// chunk on every thread cost more than it saved. The threads share C's rows, so each reads
+// only its own columns of A, unless the row tiles split unevenly and the panels do not
+// (sharing the panels has every thread read all of A: slower from dim 128 up, docs/speed.md).
+// With `sums`, the thread that alone reads those columns of dY sums them (the first, where
+// all do: splitting those sums between the threads measured slower).
 template <class Tiles>
 void gemm_transposed_a(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
                        const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
@@ -206,15 +209,18 @@ void gemm_transposed_a(int64_t m, int64_t n, int64_t k, float alpha, const float
   static_assert(kernels::kColumnSumRows % kChunkTransposed == 0, "a chunk of k in one sum");
   constexpr int64_t kRows = Tiles::kRows, kWidth = PackedB<Tiles>::kWidth;
   const int64_t panels = (n + kWidth - 1) / kWidth, tiles = (m + kRows - 1) / kRows;
-  const bool by_panels = panels % 2 == 0 || panels >= 8;  // three panels would split 2 : 1
-  parallel_for(by_panels ? panels : tiles, 1, [&](int64_t t0, int64_t t1) {
+  const int64_t threads = num_threads();
+  const bool rows_split_evenly = tiles % threads == 0 || tiles >= 64 * threads;
+  const bool by_panels = !rows_split_evenly && (panels % threads == 0 || panels >= 4 * threads);
+  const int64_t parts = by_panels ? panels : tiles;
+  parallel_for(parts, 1, [&](int64_t t0, int64_t t1) {
     const int64_t i0 = by_panels ? 0 : t0 * kRows, i1 = by_panels ? m : std::min(m, t1 * kRows);
     const int64_t q0 = by_panels ? t0 : 0, q1 = by_panels ? t1 : panels;
     const bool summing = sums && ((sums->of_b == by_panels) || t0 == 0);
-    thread_local PackedB<Tiles> chunk;
+    PackedB<Tiles> chunk;
     for (int64_t p = 0; p < k; p += kChunkTransposed) {
       const int64_t rows = std::min(kChunkTransposed, k - p);
-      chunk.pack(false, p, rows, n, b, ldb, q0, q1);
+      chunk.pack(false, p, rows, n, b, ldb, q0, q1, true);
       // dY as A: each block of its columns summed as soon as the block's products are done.
       auto sum_block = [&](int64_t ib, int64_t ie) {
         if (summing && !sums->of_b) sums->add(a, lda, p, p + rows, ib, ie);
@@ -235,9 +241,10 @@ bool transposed_a_product(int64_t m, int64_t n, int64_t k, float alpha, const fl
   if (m < kMinRowsTransposed || n < kMinCols || k < kMinKTransposed) return false;
   if (beta == 0.0f && ldb > PackedB<Tiles>::kWidth && lda < ldb && n >= kMinRowsTransposed &&
       m >= kMinCols) {
-    // B would be packed, chunk by chunk, and A is narrow enough to be read in place: C^T =
-    // B^T A packs nothing. Each element is the same fma chain (the products commute), so C
-    // gets the same bits; e.g. fc2's weight gradient, (64 x 6400) times (6400 x 256).
+    // B, read in place, would be the wider operand, whose rows lie far apart: at fc2's weight
+    // gradient, (192 x 6400) times (6400 x 768), a panel's rows fall into a few cache sets and
+    // the product ran at 0.6 of this speed. C^T = B^T A streams the narrower A instead. Each
+    // element is the same fma chain (the products commute), so C gets the same bits.
     thread_local kernels::CacheLineVector<float> c_transposed;  // grown once per shape, then reused
     if (c_transposed.size() < size_t(n * m)) c_transposed.resize(n * m);
     const ColumnSums sums{true, m, sums_parts};
