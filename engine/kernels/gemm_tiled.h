@@ -76,6 +76,8 @@ constexpr int64_t kGroupBytes = 512 << 10;
 // dozen rows at least, and k is cut into chunks whose panel of B stays in L2; each chunk's
 // sums are added to C in order, so the bits depend on the shape alone.
 constexpr int64_t kMinRowsTransposed = 16, kMinKTransposed = 256, kChunkTransposed = 256;
+// The L1 data cache of one core, the smallest among the x86 cores vitgrad runs on (32 KiB).
+constexpr int64_t kL1Bytes = 32 << 10;
 // One fma chain over many hundred terms is less accurate than OpenBLAS, which blocks k; so a
 // chain covers at most kChunk terms, and each chunk's sums are added to C in order.
 constexpr int64_t kChunk = 256;
@@ -195,32 +197,36 @@ struct ColumnSums {
   }
 };
 
-// C = alpha A^T B + beta C, k long: k in chunks, each chunk's sums added to C in order. B is
-// read in place, not packed: each tile streams its rows from L2 either way, and a copy per
-// chunk on every thread cost more than it saved. The threads share C's rows, so each reads
-// only its own columns of A, unless the row tiles split unevenly and the panels do not
-// (sharing the panels has every thread read all of A: slower from dim 128 up, docs/speed.md).
-// With `sums`, the thread that alone reads those columns of dY sums them (the first, where
-// all do: splitting those sums between the threads measured slower).
+// C = alpha A^T B + beta C, k long: k in chunks, each chunk's sums added to C in order. A
+// chunk of one of B's panels, packed, fits in L1 where the panels are narrow (AVX2's 16 columns,
+// 16 KiB) and stays there while the tiles of C's rows sweep it: B is packed, and the threads
+// share C's panels where they split evenly, so each packs only its own. A wide panel's chunk
+// (AVX-512's 64 columns, 64 KiB) does not fit, and each tile streams it from L2 packed or not:
+// B is read in place, since a copy per chunk on every thread cost more than it saved, and the
+// threads share C's rows, so each reads only its own columns of A (sharing the panels has every
+// thread read all of A: slower from dim 128 up, docs/speed.md), unless the row tiles split
+// unevenly and the panels do not. With `sums`, the thread that alone reads those columns of dY
+// sums them (the first, where all do: splitting those sums measured slower).
 template <class Tiles>
 void gemm_transposed_a(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
                        const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
                        const ColumnSums* sums) {
   static_assert(kernels::kColumnSumRows % kChunkTransposed == 0, "a chunk of k in one sum");
   constexpr int64_t kRows = Tiles::kRows, kWidth = PackedB<Tiles>::kWidth;
+  constexpr bool kPackB = kChunkTransposed * kWidth * int64_t(sizeof(float)) <= kL1Bytes;
   const int64_t panels = (n + kWidth - 1) / kWidth, tiles = (m + kRows - 1) / kRows;
   const int64_t threads = num_threads();
+  const bool panels_split_evenly = panels % threads == 0 || panels >= 4 * threads;
   const bool rows_split_evenly = tiles % threads == 0 || tiles >= 64 * threads;
-  const bool by_panels = !rows_split_evenly && (panels % threads == 0 || panels >= 4 * threads);
-  const int64_t parts = by_panels ? panels : tiles;
-  parallel_for(parts, 1, [&](int64_t t0, int64_t t1) {
+  const bool by_panels = panels_split_evenly && (kPackB || !rows_split_evenly);
+  parallel_for(by_panels ? panels : tiles, 1, [&](int64_t t0, int64_t t1) {
     const int64_t i0 = by_panels ? 0 : t0 * kRows, i1 = by_panels ? m : std::min(m, t1 * kRows);
     const int64_t q0 = by_panels ? t0 : 0, q1 = by_panels ? t1 : panels;
     const bool summing = sums && ((sums->of_b == by_panels) || t0 == 0);
-    PackedB<Tiles> chunk;
+    thread_local PackedB<Tiles> chunk;
     for (int64_t p = 0; p < k; p += kChunkTransposed) {
       const int64_t rows = std::min(kChunkTransposed, k - p);
-      chunk.pack(false, p, rows, n, b, ldb, q0, q1, true);
+      chunk.pack(false, p, rows, n, b, ldb, q0, q1, !kPackB);
       // dY as A: each block of its columns summed as soon as the block's products are done.
       auto sum_block = [&](int64_t ib, int64_t ie) {
         if (summing && !sums->of_b) sums->add(a, lda, p, p + rows, ib, ie);
@@ -241,10 +247,11 @@ bool transposed_a_product(int64_t m, int64_t n, int64_t k, float alpha, const fl
   if (m < kMinRowsTransposed || n < kMinCols || k < kMinKTransposed) return false;
   if (beta == 0.0f && ldb > PackedB<Tiles>::kWidth && lda < ldb && n >= kMinRowsTransposed &&
       m >= kMinCols) {
-    // B, read in place, would be the wider operand, whose rows lie far apart: at fc2's weight
-    // gradient, (192 x 6400) times (6400 x 768), a panel's rows fall into a few cache sets and
-    // the product ran at 0.6 of this speed. C^T = B^T A streams the narrower A instead. Each
-    // element is the same fma chain (the products commute), so C gets the same bits.
+    // B would be the wider operand: packed chunk by chunk (narrow panels), or read in place
+    // with its rows far apart (wide panels: at fc2's weight gradient, (192 x 6400) times
+    // (6400 x 768), a panel's rows fall into a few cache sets and the product ran at 0.6 of
+    // this speed). C^T = B^T A has the narrower A in B's place instead. Each element is the
+    // same fma chain (the products commute), so C gets the same bits.
     thread_local kernels::CacheLineVector<float> c_transposed;  // grown once per shape, then reused
     if (c_transposed.size() < size_t(n * m)) c_transposed.resize(n * m);
     const ColumnSums sums{true, m, sums_parts};
