@@ -76,7 +76,8 @@ TEST_CASE("the float tiles give a plain fma loop's bits: linear forward, input a
     if (tiles == detail::FloatTiles::none) return;  // OpenBLAS sums in its own order
     // (6400 x 192 x 64 shrunk): forward with a bias, k in one and in three chunks; an input
     // gradient dY W; weight gradients dY^T X, with B wider than A (C^T made) and narrower,
-    // C's rows shared among the threads and (an odd count of row tiles) its panels.
+    // C's rows shared among the threads and its panels (AVX-512's tiles: an odd count of row
+    // tiles; AVX2's: an even count of panels).
     for (const Product s :
          {Product{false, true, 70, 37, 64, 1, 0}, Product{false, true, 130, 40, 600, 1, 0},
           Product{false, false, 99, 64, 300, 2, 0.5f}, Product{true, false, 64, 256, 700, 1, 0},

@@ -28,9 +28,10 @@ struct Shape3 {
 
 // C split by rows (m >= n) and by columns, k across several 1024-row sum chunks and not a
 // multiple of the 512 terms a bf16 chunk packs, k odd, k shorter than one chunk, m = 1 (the
-// `sum` op's row path) and an empty k. In fp32 the first five take the engine's tiles, on two
-// threads: by row tiles, computing C^T by row tiles, by row tiles over two panels, and, where
-// the row tiles are odd in count, by panels and C^T by panels.
+// `sum` op's row path) and an empty k. In fp32 the first five take the engine's tiles; on two
+// threads with AVX-512's: by row tiles, computing C^T by row tiles, by row tiles over two
+// panels, and, where the row tiles are odd in count, by panels and C^T by panels (AVX2's
+// narrower panels split by panels more often).
 const Shape3 kShapes[] = {{40, 24, 2600},   {24, 100, 3071}, {96, 96, 1024}, {138, 128, 1300},
                           {128, 207, 1300}, {37, 5, 300},    {1, 30, 2000},  {7, 9, 0}};
 
