@@ -86,7 +86,8 @@ constexpr int64_t kChunk = 256;
 // padded with zeros). Read in place, B's rows lie ldb floats apart, and at ldb = 256 or more
 // the rows of one panel fall into a few cache sets and evict each other; a B at most one
 // panel wide and not transposed is read in place, and so is any B that is not transposed
-// when the caller asks (a short k, where those evictions cost little).
+// when the caller asks (a short k, where those evictions cost little, or a weight gradient's
+// chunk of wide panels, which streams from L2 packed or not).
 template <class Tiles>
 class PackedB {
  public:
