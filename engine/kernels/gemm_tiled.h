@@ -218,6 +218,7 @@ void gemm_transposed_a(int64_t m, int64_t n, int64_t k, float alpha, const float
   const int64_t panels = (n + kWidth - 1) / kWidth, tiles = (m + kRows - 1) / kRows;
   const int64_t threads = num_threads();
   const bool panels_split_evenly = panels % threads == 0 || panels >= 4 * threads;
+  // Unevenly: row tiles the threads do not divide, few enough that one more is over 1.5%.
   const bool rows_split_evenly = tiles % threads == 0 || tiles >= 64 * threads;
   const bool by_panels = panels_split_evenly && (kPackB || !rows_split_evenly);
   parallel_for(by_panels ? panels : tiles, 1, [&](int64_t t0, int64_t t1) {
