@@ -73,6 +73,13 @@ void panels_of_row_pairs(int64_t k, int64_t n, const float* b, int64_t ldb, int6
   panels_by_row_pairs(k, n, width, stride, out,
                       [&](int64_t p, int64_t j0, int64_t cols, uint32_t* to) {
                         const float* first = b + 2 * p * ldb + j0;
+                        // The rows two pairs on asked for: ldb apart, a weight gradient's B
+                        // leaves the prefetchers behind (as interleave_rows_summing's A does).
+                        if (2 * p + 5 < k)
+                          for (int64_t j = 0; j < cols; j += 16) {  // a cache line a step
+                            __builtin_prefetch(first + 4 * ldb + j);
+                            __builtin_prefetch(first + 5 * ldb + j);
+                          }
                         bf16_pairs_of_rows(first, 2 * p + 1 < k ? first + ldb : nullptr, cols, to);
                       });
 }

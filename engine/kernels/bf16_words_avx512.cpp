@@ -2,11 +2,19 @@
 // at a time, pairs interleaved with one shuffle, words turned around 16 x 16 in registers; and
 // at the end of the file the choice, at run time, between these loops and the plain ones of
 // bf16_words.cpp, which the tests hold these to word for word.
+//
+// Each loop comes in two forms. Where the CPU has AVX512-BF16, vcvtne2ps2bf16 rounds 32 floats
+// to nearest even in one instruction; it reads a subnormal float as zero, though, so a vector
+// holding one (the only values it rounds otherwise: every exponent 1 to 254 rounds as to_bf16
+// does, NaN and infinity included, checked on all 2^32 patterns) is rounded by the integer add
+// of engine/kernels/bf16.h instead. Elsewhere the integer add rounds every vector. The words,
+// and so every product's bits, are the same either way.
 #include <immintrin.h>
 
 #include <algorithm>
 
 #include "engine/kernels/bf16_gemm_parts.h"
+#include "engine/kernels/matmul_precision.h"
 #include "engine/kernels/transpose16.h"
 
 // GCC 12 inlines the plain (unmasked) shuffles as masked ones with an undefined pass-through
@@ -35,13 +43,48 @@ __attribute__((target("avx512f"))) __m512d widened(__m512 v, bool upper) {
                                : _mm512_castps512_ps256(v));
 }
 
-__attribute__((target("avx512f,avx512bw"))) void pairs_of_row(const float* x, int64_t k,
-                                                              uint32_t* out) {
-  // The upper 16 bits of 32 rounded floats, in order: the odd 16-bit halves of two vectors.
-  alignas(64) static constexpr int16_t kUpperHalves[32] = {
-      1,  3,  5,  7,  9,  11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31,
-      33, 35, 37, 39, 41, 43, 45, 47, 49, 51, 53, 55, 57, 59, 61, 63};
-  const __m512i upper = _mm512_load_si512(kUpperHalves);
+// The targets of the loops below: those of the integer add, and those of the units' form. A
+// loop's integer form (kUnits false) is compiled for the units' targets too, but holds no bf16
+// instruction (nothing here is plain C++ that the compiler could turn into one), so it runs on
+// any CPU with AVX-512.
+#define VG_WORDS_TARGET __attribute__((target("avx512f,avx512bw,avx512dq,avx512bf16")))
+
+// Whether any of 32 floats is subnormal: then the units would read it as zero.
+VG_WORDS_TARGET bool any_subnormal(__m512 a, __m512 b) {
+  constexpr int kDenormal = 0x20;  // vfpclassps's category of subnormal values
+  return (_mm512_fpclass_ps_mask(a, kDenormal) | _mm512_fpclass_ps_mask(b, kDenormal)) != 0;
+}
+
+// 32 consecutive floats, lo's 16 then hi's, as their 16 pairs: word w = (v[2w], v[2w + 1]).
+template <bool kUnits>
+VG_WORDS_TARGET __m512i pairs_of(__m512 lo, __m512 hi) {
+  if constexpr (kUnits)
+    if (!any_subnormal(lo, hi)) return reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo));
+  // The upper 16 bits of the 32 rounded floats, in order: the odd halves of the two vectors.
+  const __m512i upper = _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37,
+                                         35, 33, 31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7,
+                                         5, 3, 1);
+  return _mm512_permutex2var_epi16(round_to_bf16(lo), upper, round_to_bf16(hi));
+}
+
+// 16 floats of each of two rows side by side: word i = (first[i], second[i]).
+template <bool kUnits>
+VG_WORDS_TARGET __m512i interleaved(__m512 first, __m512 second) {
+  if constexpr (kUnits)
+    if (!any_subnormal(first, second)) {
+      // The units give first's 16 bf16, then second's; word i takes halves i and 16 + i.
+      const __m512i side_by_side = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26,
+                                                    10, 25, 9, 24, 8, 23, 7, 22, 6, 21, 5, 20, 4,
+                                                    19, 3, 18, 2, 17, 1, 16, 0);
+      return _mm512_permutexvar_epi16(
+          side_by_side, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(second, first)));
+    }
+  return _mm512_or_si512(_mm512_srli_epi32(round_to_bf16(first), 16),
+                         _mm512_and_si512(round_to_bf16(second), _mm512_set1_epi32(int(0xFFFF0000u))));
+}
+
+template <bool kUnits>
+VG_WORDS_TARGET void pairs_of_row(const float* x, int64_t k, uint32_t* out) {
   for (int64_t p = 0; 2 * p < k; p += 16) {
     // The last 32 floats may be fewer: masked loads read zeros past k (an odd k's last pair
     // gets its zero second term that way), and a masked store writes only the pairs that exist.
@@ -50,44 +93,36 @@ __attribute__((target("avx512f,avx512bw"))) void pairs_of_row(const float* x, in
     const __mmask16 hi_mask = left >= 32  ? __mmask16(0xFFFF)
                               : left > 16 ? __mmask16((1u << (left - 16)) - 1)
                                           : __mmask16(0);
-    const __m512i lo = round_to_bf16(_mm512_maskz_loadu_ps(lo_mask, x + 2 * p));
-    const __m512i hi = round_to_bf16(_mm512_maskz_loadu_ps(hi_mask, x + 2 * p + 16));
+    const __m512 lo = _mm512_maskz_loadu_ps(lo_mask, x + 2 * p);
+    const __m512 hi = _mm512_maskz_loadu_ps(hi_mask, x + 2 * p + 16);
     const int64_t pairs = std::min<int64_t>(16, (left + 1) / 2);
-    _mm512_mask_storeu_epi32(out + p, __mmask16((1u << pairs) - 1),
-                             _mm512_permutex2var_epi16(lo, upper, hi));
+    _mm512_mask_storeu_epi32(out + p, __mmask16((1u << pairs) - 1), pairs_of<kUnits>(lo, hi));
   }
 }
 
-__attribute__((target("avx512f,avx512bw"))) void pairs_of_short_rows(const float* x, int64_t ld,
-                                                                     int64_t rows, int64_t k,
-                                                                     uint32_t* out,
-                                                                     int64_t out_ld) {
-  // bf16_pairs_of_row's one step, its masks and shuffle set once for all the rows.
-  alignas(64) static constexpr int16_t kUpperHalves[32] = {
-      1,  3,  5,  7,  9,  11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31,
-      33, 35, 37, 39, 41, 43, 45, 47, 49, 51, 53, 55, 57, 59, 61, 63};
-  const __m512i upper = _mm512_load_si512(kUpperHalves);
+template <bool kUnits>
+VG_WORDS_TARGET void pairs_of_short_rows(const float* x, int64_t ld, int64_t rows, int64_t k,
+                                         uint32_t* out, int64_t out_ld) {
+  // pairs_of_row's one step, its masks set once for all the rows.
   const int64_t pairs = (k + 1) / 2;
   const __mmask16 lo_mask = k >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << k) - 1);
   const __mmask16 hi_mask = k > 16 ? __mmask16((1u << (k - 16)) - 1) : __mmask16(0);
   const __mmask16 out_mask = __mmask16((1u << pairs) - 1);
   for (int64_t i = 0; i < rows; ++i) {
-    const __m512i lo = round_to_bf16(_mm512_maskz_loadu_ps(lo_mask, x + i * ld));
-    const __m512i hi = round_to_bf16(_mm512_maskz_loadu_ps(hi_mask, x + i * ld + 16));
-    _mm512_mask_storeu_epi32(out + i * out_ld, out_mask, _mm512_permutex2var_epi16(lo, upper, hi));
+    const __m512 lo = _mm512_maskz_loadu_ps(lo_mask, x + i * ld);
+    const __m512 hi = _mm512_maskz_loadu_ps(hi_mask, x + i * ld + 16);
+    _mm512_mask_storeu_epi32(out + i * out_ld, out_mask, pairs_of<kUnits>(lo, hi));
   }
 }
 
-__attribute__((target("avx512f"))) void pairs_of_rows(const float* first, const float* second,
-                                                      int64_t count, uint32_t* out) {
-  const __m512i high_half = _mm512_set1_epi32(int(0xFFFF0000u));
+template <bool kUnits>
+VG_WORDS_TARGET void pairs_of_rows(const float* first, const float* second, int64_t count,
+                                   uint32_t* out) {
   for (int64_t i = 0; i < count; i += 16) {
     const __mmask16 mask = count - i >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (count - i)) - 1);
-    const __m512i lo = _mm512_srli_epi32(round_to_bf16(_mm512_maskz_loadu_ps(mask, first + i)), 16);
-    const __m512i hi =
-        second ? _mm512_and_si512(round_to_bf16(_mm512_maskz_loadu_ps(mask, second + i)), high_half)
-               : _mm512_setzero_si512();
-    _mm512_mask_storeu_epi32(out + i, mask, _mm512_or_si512(lo, hi));
+    const __m512 a = _mm512_maskz_loadu_ps(mask, first + i);
+    const __m512 b = second ? _mm512_maskz_loadu_ps(mask, second + i) : _mm512_setzero_ps();
+    _mm512_mask_storeu_epi32(out + i, mask, interleaved<kUnits>(a, b));
   }
 }
 
@@ -133,43 +168,46 @@ __attribute__((target("avx512f"))) void round_rows(const float* x, int64_t ld, i
     }
 }
 
-// A strip of 64 columns at a time, its sums in registers for the whole of k: loaded and
-// stored once, not once per pair of rows (which cost more than the packing itself).
-__attribute__((target("avx512f"))) void interleave_rows_summing(int64_t k, int64_t count,
-                                                                const float* x, int64_t ld,
-                                                                uint32_t* out, int64_t out_ld,
-                                                                double* sums) {
-  constexpr int kVectors = 4;
-  const __m512i high_half = _mm512_set1_epi32(int(0xFFFF0000u));
-  for (int64_t j0 = 0; j0 < count; j0 += 16 * kVectors) {
-    __mmask16 mask[kVectors];
-    __m512d low[kVectors], high[kVectors];  // the sums of columns j0 + 16v + [0, 8) and [8, 16)
-    for (int v = 0; v < kVectors; ++v) {
-      const int64_t cols = std::clamp<int64_t>(count - j0 - 16 * v, 0, 16);
-      mask[v] = __mmask16((1u << cols) - 1);
-      low[v] = _mm512_maskz_loadu_pd(__mmask8(mask[v]), sums + j0 + 16 * v);
-      high[v] = _mm512_maskz_loadu_pd(__mmask8(mask[v] >> 8), sums + j0 + 16 * v + 8);
-    }
-    for (int64_t p = 0; p < (k + 1) / 2; ++p) {
-      const float* first = x + 2 * p * ld + j0;
-      const bool second = 2 * p + 1 < k;
-      for (int v = 0; v < kVectors; ++v) {
-        const __m512 a = _mm512_maskz_loadu_ps(mask[v], first + 16 * v);
-        low[v] = _mm512_add_pd(low[v], widened(a, false));
-        high[v] = _mm512_add_pd(high[v], widened(a, true));
-        __m512i words = _mm512_srli_epi32(round_to_bf16(a), 16);
-        if (second) {
-          const __m512 b = _mm512_maskz_loadu_ps(mask[v], first + ld + 16 * v);
-          low[v] = _mm512_add_pd(low[v], widened(b, false));
-          high[v] = _mm512_add_pd(high[v], widened(b, true));
-          words = _mm512_or_si512(words, _mm512_and_si512(round_to_bf16(b), high_half));
-        }
-        _mm512_mask_storeu_epi32(out + p * out_ld + j0 + 16 * v, mask[v], words);
+// Pair after pair, each in the order it lies in memory (two rows of `count` floats), each line
+// asked for two pairs ahead: the rows of a chunk are a thread's share of dY's, ld apart, and
+// the prefetchers alone left the loop waiting on them. (A strip of columns walked down the
+// whole of k, its sums in registers, as this once was, read lines ld apart all the way: on an
+// AMD EPYC of family 26 the packing of a weight gradient's dY then took longer than the tiles'
+// products on it.) The sums, a row of doubles, stay in L1.
+template <bool kUnits>
+VG_WORDS_TARGET void interleave_rows_summing(int64_t k, int64_t count, const float* x, int64_t ld,
+                                             uint32_t* out, int64_t out_ld, double* sums) {
+  for (int64_t p = 0; 2 * p < k; ++p) {
+    const float* first = x + 2 * p * ld;
+    const bool second = 2 * p + 1 < k;
+    for (int64_t j = 0; j < count; j += 16) {
+      const __mmask16 mask = count - j >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (count - j)) - 1);
+      if (2 * p + 5 < k) {  // the same line of the rows two pairs on (see the comment above)
+        _mm_prefetch(reinterpret_cast<const char*>(first + 4 * ld + j), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(first + 5 * ld + j), _MM_HINT_T0);
       }
-    }
-    for (int v = 0; v < kVectors; ++v) {
-      _mm512_mask_storeu_pd(sums + j0 + 16 * v, __mmask8(mask[v]), low[v]);
-      _mm512_mask_storeu_pd(sums + j0 + 16 * v + 8, __mmask8(mask[v] >> 8), high[v]);
+      const __m512 a = _mm512_maskz_loadu_ps(mask, first + j);
+      const __m512 b = second ? _mm512_maskz_loadu_ps(mask, first + ld + j) : _mm512_setzero_ps();
+      // Whole vectors of sums by plain loads and stores: a masked load waits until the last
+      // pair's store of the same sums has left for the cache, instead of taking its value.
+      const bool whole = mask == 0xFFFF;
+      __m512d low = whole ? _mm512_loadu_pd(sums + j) : _mm512_maskz_loadu_pd(__mmask8(mask), sums + j);
+      __m512d high = whole ? _mm512_loadu_pd(sums + j + 8)
+                           : _mm512_maskz_loadu_pd(__mmask8(mask >> 8), sums + j + 8);
+      low = _mm512_add_pd(low, widened(a, false));
+      high = _mm512_add_pd(high, widened(a, true));
+      if (second) {  // no term at all past an odd k: adding a zero would turn a -0 sum into +0
+        low = _mm512_add_pd(low, widened(b, false));
+        high = _mm512_add_pd(high, widened(b, true));
+      }
+      if (whole) {
+        _mm512_storeu_pd(sums + j, low);
+        _mm512_storeu_pd(sums + j + 8, high);
+      } else {
+        _mm512_mask_storeu_pd(sums + j, __mmask8(mask), low);
+        _mm512_mask_storeu_pd(sums + j + 8, __mmask8(mask >> 8), high);
+      }
+      _mm512_mask_storeu_epi32(out + p * out_ld + j, mask, interleaved<kUnits>(a, b));
     }
   }
 }
@@ -197,21 +235,34 @@ bool with_avx512() {
   return yes;
 }
 
+// Whether the loops' units' form runs here (every CPU with AVX512-BF16 has AVX512DQ too);
+// VITGRAD_BF16_UNITS=none, which makes the engine act as a CPU without bf16 units, keeps the
+// integer add.
+bool with_units() {
+  static const bool yes = with_avx512() && __builtin_cpu_supports("avx512dq") &&
+                          bf16_hardware() != Bf16Hardware::none;
+  return yes;
+}
+
 }  // namespace
 
 void bf16_pairs_of_row(const float* x, int64_t k, uint32_t* out) {
-  with_avx512() ? avx512::pairs_of_row(x, k, out) : plain::pairs_of_row(x, k, out);
+  with_units()    ? avx512::pairs_of_row<true>(x, k, out)
+  : with_avx512() ? avx512::pairs_of_row<false>(x, k, out)
+                  : plain::pairs_of_row(x, k, out);
 }
 
 void bf16_pairs_of_short_rows(const float* x, int64_t ld, int64_t rows, int64_t k, uint32_t* out,
                               int64_t out_ld) {
-  with_avx512() ? avx512::pairs_of_short_rows(x, ld, rows, k, out, out_ld)
-                : plain::pairs_of_short_rows(x, ld, rows, k, out, out_ld);
+  with_units()    ? avx512::pairs_of_short_rows<true>(x, ld, rows, k, out, out_ld)
+  : with_avx512() ? avx512::pairs_of_short_rows<false>(x, ld, rows, k, out, out_ld)
+                  : plain::pairs_of_short_rows(x, ld, rows, k, out, out_ld);
 }
 
 void bf16_pairs_of_rows(const float* first, const float* second, int64_t count, uint32_t* out) {
-  with_avx512() ? avx512::pairs_of_rows(first, second, count, out)
-                : plain::pairs_of_rows(first, second, count, out);
+  with_units()    ? avx512::pairs_of_rows<true>(first, second, count, out)
+  : with_avx512() ? avx512::pairs_of_rows<false>(first, second, count, out)
+                  : plain::pairs_of_rows(first, second, count, out);
 }
 
 void bf16_pairs_of_kept_rows(const uint32_t* first, const uint32_t* second, int64_t count,
@@ -222,8 +273,9 @@ void bf16_pairs_of_kept_rows(const uint32_t* first, const uint32_t* second, int6
 
 void interleave_rows_summing(int64_t k, int64_t count, const float* x, int64_t ld, uint32_t* out,
                              int64_t out_ld, double* sums) {
-  with_avx512() ? avx512::interleave_rows_summing(k, count, x, ld, out, out_ld, sums)
-                : plain::interleave_rows_summing(k, count, x, ld, out, out_ld, sums);
+  with_units()    ? avx512::interleave_rows_summing<true>(k, count, x, ld, out, out_ld, sums)
+  : with_avx512() ? avx512::interleave_rows_summing<false>(k, count, x, ld, out, out_ld, sums)
+                  : plain::interleave_rows_summing(k, count, x, ld, out, out_ld, sums);
 }
 
 void bf16_round_rows(const float* x, int64_t ld, int64_t rows, int64_t cols, float* out,
