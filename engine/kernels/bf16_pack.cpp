@@ -48,6 +48,20 @@ void pairs_to_rows(const uint32_t* by_pairs, int64_t pairs, int64_t rows, uint32
   std::fill(out + rows * stride, out + padded_rows * stride, 0u);
 }
 
+// Asks the caches for rows 2p + 4 and 2p + 5 (two pairs on, where k has them) of a matrix read
+// a pair of rows at a time, `count` values of each from `first` (in row 2p). A weight
+// gradient's B is read so, a chunk of its rows at a time, and the prefetchers alone left the
+// packing waiting on those rows (as interleave_rows_summing's A did).
+template <class T>
+void ask_for_rows_ahead(const T* first, int64_t ld, int64_t count, int64_t p, int64_t k) {
+  if (2 * p + 5 >= k) return;
+  constexpr int64_t kLine = 64 / sizeof(T);
+  for (int64_t j = 0; j < count; j += kLine) {
+    __builtin_prefetch(first + 4 * ld + j);
+    __builtin_prefetch(first + 5 * ld + j);
+  }
+}
+
 // Pair p of B's rows 2p and 2p + 1 into row p of every panel, for B (k x n, not transposed)
 // read row after row, in the order it lies in memory: `pack(p, j0, cols, to)` writes the pairs
 // of columns [j0, j0 + cols) of rows 2p and 2p + 1 into `to`. (Panel after panel, each pass
@@ -73,13 +87,7 @@ void panels_of_row_pairs(int64_t k, int64_t n, const float* b, int64_t ldb, int6
   panels_by_row_pairs(k, n, width, stride, out,
                       [&](int64_t p, int64_t j0, int64_t cols, uint32_t* to) {
                         const float* first = b + 2 * p * ldb + j0;
-                        // The rows two pairs on asked for: ldb apart, a weight gradient's B
-                        // leaves the prefetchers behind (as interleave_rows_summing's A does).
-                        if (2 * p + 5 < k)
-                          for (int64_t j = 0; j < cols; j += 16) {  // a cache line a step
-                            __builtin_prefetch(first + 4 * ldb + j);
-                            __builtin_prefetch(first + 5 * ldb + j);
-                          }
+                        ask_for_rows_ahead(first, ldb, cols, p, k);
                         bf16_pairs_of_rows(first, 2 * p + 1 < k ? first + ldb : nullptr, cols, to);
                       });
 }
@@ -134,6 +142,7 @@ void pack_kept_b(int64_t k, int64_t n, const uint32_t* words, int64_t ld, int64_
   panels_by_row_pairs(
       k, n, width, stride, out, [&](int64_t p, int64_t j0, int64_t cols, uint32_t* to) {
         const uint32_t* first = words + 2 * p * ld + j0 / 2;
+        ask_for_rows_ahead(first, ld, (cols + 1) / 2, p, k);
         bf16_pairs_of_kept_rows(first, 2 * p + 1 < k ? first + ld : nullptr, cols, to);
       });
   zero_panel_padding(k, n, width, stride, out);

@@ -43,6 +43,20 @@ __attribute__((target("avx512f"))) __m512d widened(__m512 v, bool upper) {
                                : _mm512_castps512_ps256(v));
 }
 
+// Loads of 16 floats, words or doubles, the lanes past `mask` zero, a whole vector by a plain
+// load. On an AMD EPYC of family 26, masked loads of memory not yet in cache waited far longer
+// than plain ones (packing 6400 kept rows of 192 values out of cache: 0.62 -> 0.41 ms, and
+// 0.22 ms with the rows asked for ahead), as if the prefetchers did not follow them.
+__attribute__((target("avx512f"))) __m512 loaded(__mmask16 mask, const float* x) {
+  return mask == 0xFFFF ? _mm512_loadu_ps(x) : _mm512_maskz_loadu_ps(mask, x);
+}
+__attribute__((target("avx512f"))) __m512i loaded(__mmask16 mask, const uint32_t* x) {
+  return mask == 0xFFFF ? _mm512_loadu_si512(x) : _mm512_maskz_loadu_epi32(mask, x);
+}
+__attribute__((target("avx512f"))) __m512d loaded(__mmask8 mask, const double* x) {
+  return mask == 0xFF ? _mm512_loadu_pd(x) : _mm512_maskz_loadu_pd(mask, x);
+}
+
 // The targets of the loops below: those of the integer add, and those of the units' form. A
 // loop's integer form (kUnits false) is compiled for the units' targets too, but holds no bf16
 // instruction (nothing here is plain C++ that the compiler could turn into one), so it runs on
@@ -93,8 +107,8 @@ VG_WORDS_TARGET void pairs_of_row(const float* x, int64_t k, uint32_t* out) {
     const __mmask16 hi_mask = left >= 32  ? __mmask16(0xFFFF)
                               : left > 16 ? __mmask16((1u << (left - 16)) - 1)
                                           : __mmask16(0);
-    const __m512 lo = _mm512_maskz_loadu_ps(lo_mask, x + 2 * p);
-    const __m512 hi = _mm512_maskz_loadu_ps(hi_mask, x + 2 * p + 16);
+    const __m512 lo = loaded(lo_mask, x + 2 * p);
+    const __m512 hi = loaded(hi_mask, x + 2 * p + 16);
     const int64_t pairs = std::min<int64_t>(16, (left + 1) / 2);
     _mm512_mask_storeu_epi32(out + p, __mmask16((1u << pairs) - 1), pairs_of<kUnits>(lo, hi));
   }
@@ -109,8 +123,8 @@ VG_WORDS_TARGET void pairs_of_short_rows(const float* x, int64_t ld, int64_t row
   const __mmask16 hi_mask = k > 16 ? __mmask16((1u << (k - 16)) - 1) : __mmask16(0);
   const __mmask16 out_mask = __mmask16((1u << pairs) - 1);
   for (int64_t i = 0; i < rows; ++i) {
-    const __m512 lo = _mm512_maskz_loadu_ps(lo_mask, x + i * ld);
-    const __m512 hi = _mm512_maskz_loadu_ps(hi_mask, x + i * ld + 16);
+    const __m512 lo = loaded(lo_mask, x + i * ld);
+    const __m512 hi = loaded(hi_mask, x + i * ld + 16);
     _mm512_mask_storeu_epi32(out + i * out_ld, out_mask, pairs_of<kUnits>(lo, hi));
   }
 }
@@ -120,8 +134,8 @@ VG_WORDS_TARGET void pairs_of_rows(const float* first, const float* second, int6
                                    uint32_t* out) {
   for (int64_t i = 0; i < count; i += 16) {
     const __mmask16 mask = count - i >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (count - i)) - 1);
-    const __m512 a = _mm512_maskz_loadu_ps(mask, first + i);
-    const __m512 b = second ? _mm512_maskz_loadu_ps(mask, second + i) : _mm512_setzero_ps();
+    const __m512 a = loaded(mask, first + i);
+    const __m512 b = second ? loaded(mask, second + i) : _mm512_setzero_ps();
     _mm512_mask_storeu_epi32(out + i, mask, interleaved<kUnits>(a, b));
   }
 }
@@ -142,9 +156,8 @@ __attribute__((target("avx512f,avx512bw"))) void pairs_of_kept_rows(const uint32
     // 32 values (16 words) of each row at a time; masked loads read zeros past the last word.
     const int64_t left = count - t, words = std::min<int64_t>(16, (left + 1) / 2);
     const __mmask16 load = __mmask16((1u << words) - 1);
-    const __m512i a = _mm512_maskz_loadu_epi32(load, first + t / 2);
-    const __m512i b =
-        second ? _mm512_maskz_loadu_epi32(load, second + t / 2) : _mm512_setzero_si512();
+    const __m512i a = loaded(load, first + t / 2);
+    const __m512i b = second ? loaded(load, second + t / 2) : _mm512_setzero_si512();
     const __mmask16 lo_store = left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
     _mm512_mask_storeu_epi32(out + t, lo_store, _mm512_permutex2var_epi16(a, low, b));
     if (left > 16) {
@@ -162,7 +175,7 @@ __attribute__((target("avx512f"))) void round_rows(const float* x, int64_t ld, i
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < cols; j += 16) {
       const __mmask16 mask = cols - j >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (cols - j)) - 1);
-      const __m512i rounded = round_to_bf16(_mm512_maskz_loadu_ps(mask, x + i * ld + j));
+      const __m512i rounded = round_to_bf16(loaded(mask, x + i * ld + j));
       _mm512_mask_storeu_ps(out + i * out_ld + j, mask,
                             _mm512_castsi512_ps(_mm512_and_si512(rounded, high_half)));
     }
@@ -186,21 +199,19 @@ VG_WORDS_TARGET void interleave_rows_summing(int64_t k, int64_t count, const flo
         _mm_prefetch(reinterpret_cast<const char*>(first + 4 * ld + j), _MM_HINT_T0);
         _mm_prefetch(reinterpret_cast<const char*>(first + 5 * ld + j), _MM_HINT_T0);
       }
-      const __m512 a = _mm512_maskz_loadu_ps(mask, first + j);
-      const __m512 b = second ? _mm512_maskz_loadu_ps(mask, first + ld + j) : _mm512_setzero_ps();
-      // Whole vectors of sums by plain loads and stores: a masked load waits until the last
-      // pair's store of the same sums has left for the cache, instead of taking its value.
-      const bool whole = mask == 0xFFFF;
-      __m512d low = whole ? _mm512_loadu_pd(sums + j) : _mm512_maskz_loadu_pd(__mmask8(mask), sums + j);
-      __m512d high = whole ? _mm512_loadu_pd(sums + j + 8)
-                           : _mm512_maskz_loadu_pd(__mmask8(mask >> 8), sums + j + 8);
+      const __m512 a = loaded(mask, first + j);
+      const __m512 b = second ? loaded(mask, first + ld + j) : _mm512_setzero_ps();
+      // Whole vectors of sums by plain loads and stores too: a masked load also waits until the
+      // last pair's store of the same sums has left for the cache, instead of taking its value.
+      __m512d low = loaded(__mmask8(mask), sums + j);
+      __m512d high = loaded(__mmask8(mask >> 8), sums + j + 8);
       low = _mm512_add_pd(low, widened(a, false));
       high = _mm512_add_pd(high, widened(a, true));
       if (second) {  // no term at all past an odd k: adding a zero would turn a -0 sum into +0
         low = _mm512_add_pd(low, widened(b, false));
         high = _mm512_add_pd(high, widened(b, true));
       }
-      if (whole) {
+      if (mask == 0xFFFF) {
         _mm512_storeu_pd(sums + j, low);
         _mm512_storeu_pd(sums + j + 8, high);
       } else {
