@@ -66,17 +66,30 @@ Layout layout_for(Bf16Tiles tiles, int64_t n) {
           kLanes};
 }
 
+// Rows [i0, i0 + rows) of A, packed as rows of pairs `pairs` words apart, into `kept` by
+// pairs of rows (Bf16Rows::row_pairs): each pair of rows' halves regrouped value by value, as
+// the weight gradient reads them, the words past A's columns zero. i0 is even (blocks are of
+// an even count of rows), so a pair of rows lies in one block.
+void keep_by_row_pairs(const uint32_t* block, int64_t pairs, int64_t i0, int64_t rows,
+                       const Bf16Rows& kept) {
+  const int64_t ld = kept.ld(), cols = kept.cols;
+  for (int64_t i = 0; i < rows; i += 2) {
+    uint32_t* out = kept.words() + (i0 + i) / 2 * ld;
+    const uint32_t* first = block + i * pairs;
+    detail::bf16_pairs_of_kept_rows(first, i + 1 < rows ? first + pairs : nullptr, cols, out);
+    std::fill(out + cols, out + ld, 0u);
+  }
+}
+
 // A not transposed (a linear forward, dX = dY W): A is packed one block of rows at a time, by
 // the thread that makes those rows of C, just before it uses them. Packed all at once, A's
 // words would be written out past the caches and fetched back; this way they are read from
 // L1/L2. A made on demand (`made_a`) is made the same way, a block of rows at a time; where A
-// is kept (`keep_a`), each block's words are copied out as they are packed.
+// is kept (`keep_a`), each block's words are written out by pairs of rows as they are packed.
 void rows_packing_a(const Layout& layout, const detail::Bf16Operands& packed_b, int64_t m,
                     int64_t n, int64_t k, const float* a, int64_t lda, const Sources& from,
                     float alpha, float beta, const float* start, float* c, int64_t ldc) {
   const MadeRows* made = from.made_a;
-  uint32_t* kept = from.keep_a ? from.keep_a->words() : nullptr;
-  const int64_t kept_pairs = (k + 1) / 2;
   const int64_t pairs = packed_b.pairs, block_rows = layout.block_rows;
   const int64_t blocks = (m + block_rows - 1) / block_rows;
   // The AMX tiles keep a block's sums over the whole of k: a chunk would store them to C and
@@ -100,9 +113,7 @@ void rows_packing_a(const Layout& layout, const detail::Bf16Operands& packed_b, 
       if (made) made->fill(i0, i0 + rows, 0, k, made_rows.data());
       detail::pairs_of_rows(rows, k, made ? made_rows.data() : a + i0 * lda, made ? k : lda,
                             block.data(), pairs);
-      if (from.keep_a)  // each row's pairs, without the AMX tiles' padding
-        for (int64_t i = 0; i < rows; ++i)
-          std::copy_n(block.data() + i * pairs, kept_pairs, kept + (i0 + i) * kept_pairs);
+      if (from.keep_a) keep_by_row_pairs(block.data(), pairs, i0, rows, *from.keep_a);
       std::fill(block.data() + rows * pairs, block.data() + layout.packed_rows(rows) * pairs, 0u);
       for (int64_t p = 0; p < pairs; p += chunk)
         layout.rows(ops, 0, rows, n, p, std::min(pairs, p + chunk), alpha, p == 0 ? beta : 1.0f,
@@ -121,7 +132,8 @@ void rows_packing_a(const Layout& layout, const detail::Bf16Operands& packed_b, 
 // parallel region per product, not one per chunk, whose start and end would cost more than
 // a chunk's arithmetic where C is small (a convolution's weight gradient). B made on demand
 // (`made_b`, not transposed) is made a chunk of rows at a time by each thread; B kept in bf16
-// (`kept_b`) is packed from its words.
+// (`kept_b`) is packed from its words, or read where it lies by the AVX512-BF16 tiles where it
+// is kept by pairs of rows.
 // For the AMX tiles each chunk of A is turned into rows after it is packed (pairs_to_rows).
 //
 // With `sums_of_a`, the sums of A's columns are taken as A is packed, in double, each
@@ -144,7 +156,9 @@ void chunks_packing_both(const Layout& layout, bool tb, int64_t m, int64_t n, in
       a_words.resize(kChunkPairs * layout.packed_rows(rows));
     if (layout.amx && a_by_pairs.size() < size_t(kChunkPairs * rows))
       a_by_pairs.resize(kChunkPairs * rows);
-    if (b_words.size() < size_t(panels * kChunkPairs * panel_cols))
+    const Bf16Rows* kept = from.kept_b;
+    const bool b_in_place = kept && kept->row_pairs && !layout.amx;
+    if (!b_in_place && b_words.size() < size_t(panels * kChunkPairs * panel_cols))
       b_words.resize(panels * kChunkPairs * panel_cols);
     if (made_b && made_rows.size() < size_t(2 * kChunkPairs * cols))
       made_rows.resize(2 * kChunkPairs * cols);
@@ -166,10 +180,14 @@ void chunks_packing_both(const Layout& layout, bool tb, int64_t m, int64_t n, in
       } else {
         ops.a_row = 1, ops.a_pair = rows;
       }
-      if (from.kept_b) {  // its rows' words from column j0 (even: a multiple of the steps)
-        const int64_t ld = from.kept_b->pairs();
-        detail::pack_kept_b(terms, cols, from.kept_b->words() + l0 * ld + j0 / 2, ld, panel_cols,
-                            ops.pairs, b_words.data());
+      if (b_in_place) {  // read where they lie, from column j0
+        ops.b = kept->words() + l0 / 2 * kept->ld() + j0, ops.b_ld = kept->ld();
+      } else if (kept) {  // from column j0 (even: a multiple of the steps)
+        const int64_t ld = kept->ld();
+        const uint32_t* words = kept->row_pairs ? kept->words() + l0 / 2 * ld + j0
+                                                : kept->words() + l0 * ld + j0 / 2;
+        detail::pack_kept_b(terms, cols, words, ld, kept->row_pairs, panel_cols, ops.pairs,
+                            b_words.data());
       } else {
         if (made_b) made_b->fill(l0, l0 + terms, j0, j0 + cols, made_rows.data());  // its columns
         const float* b_chunk = made_b ? made_rows.data()
@@ -178,7 +196,8 @@ void chunks_packing_both(const Layout& layout, bool tb, int64_t m, int64_t n, in
         detail::pack_b(tb, terms, cols, b_chunk, made_b ? cols : ldb, panel_cols, ops.pairs,
                        b_words.data());
       }
-      ops.a = a_words.data(), ops.b = b_words.data();
+      ops.a = a_words.data();
+      if (!b_in_place) ops.b = b_words.data();
       const bool first = l0 == 0;
       layout.rows(ops, 0, rows, cols, 0, ops.pairs, alpha, first ? beta : 1.0f,
                   first && start ? start + j0 : nullptr, c + i0 * ldc + j0, ldc);
@@ -209,15 +228,28 @@ Bf16Tiles chosen(Bf16Tiles tiles, int64_t m, int64_t n, int64_t k) {
   return m * n * k >= kAmxMinMacs ? Bf16Tiles::amx : Bf16Tiles::fma;
 }
 
-// The floats a kept matrix stands for (exact), its rows cols apart.
+// The floats a kept matrix stands for (exact), its rows cols apart: value (i, j) is one half
+// of word (i, j / 2) by rows, of word (i / 2, j) by pairs of rows.
 std::vector<float> floats_of(const Bf16Rows& kept) {
   std::vector<float> out(size_t(kept.rows * kept.cols));
   for (int64_t i = 0; i < kept.rows; ++i)
     for (int64_t j = 0; j < kept.cols; ++j) {
-      const uint32_t word = kept.words()[i * kept.pairs() + j / 2];
-      out[size_t(i * kept.cols + j)] = from_bf16(bf16(j % 2 ? word >> 16 : word & 0xFFFFu));
+      const int64_t line = kept.row_pairs ? i / 2 : i, at = kept.row_pairs ? j : j / 2;
+      const bool high = kept.row_pairs ? i % 2 : j % 2;
+      const uint32_t word = kept.words()[line * kept.ld() + at];
+      out[size_t(i * kept.cols + j)] = from_bf16(bf16(high ? word >> 16 : word & 0xFFFFu));
     }
   return out;
+}
+
+// A's rows (m x k floats, lda apart) rounded into `kept` by pairs of rows, the words past k zero.
+void round_by_row_pairs(int64_t m, int64_t k, const float* a, int64_t lda, const Bf16Rows& kept) {
+  for (int64_t p = 0; 2 * p < m; ++p) {
+    uint32_t* out = kept.words() + p * kept.ld();
+    const float* first = a + 2 * p * lda;
+    detail::bf16_pairs_of_rows(first, 2 * p + 1 < m ? first + lda : nullptr, k, out);
+    std::fill(out + k, out + kept.ld(), 0u);
+  }
 }
 
 // Bf16Tiles::fma: an operand made on demand is made whole first (a small product's), a kept
@@ -230,7 +262,7 @@ void product_on_fmas(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float al
   if (from.kept_b) whole = floats_of(*from.kept_b);
   if (from.made_a) a = whole.data();
   if (from.made_b || from.kept_b) b = whole.data();
-  if (from.keep_a) detail::pairs_of_rows(m, k, a, lda, from.keep_a->words(), (k + 1) / 2);
+  if (from.keep_a) round_by_row_pairs(m, k, a, lda, *from.keep_a);
   detail::bf16_product_fma(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, start);
 }
 
@@ -295,8 +327,8 @@ void gemm_bf16_made_b(int64_t m, const float* a, int64_t lda, const MadeRows& b,
 
 void gemm_bf16_keeping_a(int64_t m, int64_t n, int64_t k, const float* a, const float* b,
                          const float* start, float* c, Bf16Rows& kept, Bf16Tiles tiles) {
-  kept = make_bf16_rows(m, k);
-  if (n <= 0) return detail::pairs_of_rows(m, k, a, k, kept.words(), kept.pairs());
+  kept = make_bf16_rows(m, k, /*row_pairs=*/true);
+  if (n <= 0) return round_by_row_pairs(m, k, a, k, kept);
   product(false, true, m, n, k, 1.0f, a, k, b, k, 0.0f, c, n, start, tiles, {.keep_a = &kept});
 }
 

@@ -36,22 +36,33 @@ enum class Bf16Tiles { best, avx512_bf16, amx, amx_model, fma };
 // 6 model 207); and fmas beat those loops there (bf16_gemm_fma.cpp).
 inline constexpr int64_t kAmxMinMacs = int64_t(1) << 17;
 
-// A float matrix of rows x cols rounded to bf16 as a product packs it: row i's pairs (bf16_pair
-// of its values 2p and 2p + 1, the second zero past an odd cols) at words()[i * pairs() ...].
-// What a linear's forward leaves for its weight gradient: half the bytes of the float input,
-// and no need to make that input again. Its words live in the tensors' memory (engine/core/
-// storage.h), so memory_stats() counts them and each step reuses the last one's buffer.
+// A float matrix of rows x cols rounded to bf16 as a product reads it, in one of two layouts:
+// - by rows (row_pairs false): row i's pairs (bf16_pair of its values 2p and 2p + 1, the second
+//   zero past an odd cols) at words()[i * ld() ...], ld() = pairs(), as a product packs op(A);
+// - by pairs of rows (row_pairs true): word (p, j) = bf16_pair(x[2p][j], x[2p + 1][j]) (the
+//   second zero past an odd rows) at words()[p * ld() + j], ld() = cols rounded up to 16 (the
+//   words between zero), as a product packs op(B) = X of a weight gradient dY^T X. The
+//   AVX512-BF16 tiles read such words where they lie: nothing to pack, once per thread, in
+//   every weight gradient.
+// What a linear's forward (by pairs of rows), GELU's gradient pass (the same) and GRN's values
+// (by rows) leave for a weight gradient: half the bytes of the floats, and no need to make
+// them again. Its words live in the tensors' memory (engine/core/storage.h), so memory_stats()
+// counts them and each step reuses the last one's buffer.
 struct Bf16Rows {
   int64_t rows = 0, cols = 0;
+  bool row_pairs = false;
   std::shared_ptr<Storage> storage;
   int64_t pairs() const { return (cols + 1) / 2; }
+  // Words from one row (or pair of rows) to the next, and how many rows of words there are.
+  int64_t ld() const { return row_pairs ? (cols + 15) / 16 * 16 : pairs(); }
+  int64_t word_rows() const { return row_pairs ? (rows + 1) / 2 : rows; }
   uint32_t* words() const { return static_cast<uint32_t*>(storage->data()); }
 };
 
-// Bf16Rows of rows x cols whose words are yet to be written.
-inline Bf16Rows make_bf16_rows(int64_t rows, int64_t cols) {
-  Bf16Rows out{rows, cols, nullptr};
-  out.storage = std::make_shared<Storage>(size_t(rows * out.pairs()) * sizeof(uint32_t));
+// Bf16Rows of rows x cols in the given layout, whose words are yet to be written.
+inline Bf16Rows make_bf16_rows(int64_t rows, int64_t cols, bool row_pairs = false) {
+  Bf16Rows out{rows, cols, row_pairs, nullptr};
+  out.storage = std::make_shared<Storage>(size_t(out.word_rows() * out.ld()) * sizeof(uint32_t));
   return out;
 }
 
@@ -75,7 +86,8 @@ void gemm_bf16_made_b(int64_t m, const float* a, int64_t lda, const MadeRows& b,
                       int64_t ldc, Bf16Tiles tiles = Bf16Tiles::best);
 
 // C (m x n) = A B^T + start for row-major A (m x k) and B (n x k), as gemm_bf16(false, true,
-// ...) with lda = ldb = k, and into `kept` A rounded to bf16: the words the product packed.
+// ...) with lda = ldb = k, and into `kept` A rounded to bf16 by pairs of rows: the words the
+// product packed, regrouped for the weight gradient that reads them.
 void gemm_bf16_keeping_a(int64_t m, int64_t n, int64_t k, const float* a, const float* b,
                          const float* start, float* c, Bf16Rows& kept,
                          Bf16Tiles tiles = Bf16Tiles::best);
@@ -86,8 +98,8 @@ void gemm_bf16_keeping_a(int64_t m, int64_t n, int64_t k, const float* a, const 
 // product.
 void gemm_bf16_tn_sums(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c,
                        float* sums, Bf16Tiles tiles = Bf16Tiles::best);
-// The same with B kept in bf16 (b.rows = k, b.cols = n), with the bits of gemm_bf16_tn_sums on
-// the floats it was rounded from.
+// The same with B kept in bf16 (b.rows = k, b.cols = n, in either layout), with the bits of
+// gemm_bf16_tn_sums on the floats it was rounded from.
 void gemm_bf16_tn_sums(int64_t m, const float* a, const Bf16Rows& b, float* c, float* sums,
                        Bf16Tiles tiles = Bf16Tiles::best);
 

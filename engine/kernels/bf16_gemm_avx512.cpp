@@ -94,8 +94,8 @@ void rows(const Bf16Operands& ops, int64_t i0, int64_t i1, int64_t n, int64_t p0
     const __mmask16 last = __mmask16((1u << n) - 1);
     for (int64_t i = i0; i < i1; i += kNarrowRows) {
       const int r = int(std::min<int64_t>(kNarrowRows, i1 - i));
-      kNarrowTiles<AC>[r - 1](pairs, a_rows(i), ld, ops.b + p0 * width, width, alpha, beta, start,
-                              c + i * ldc, ldc, last);
+      kNarrowTiles<AC>[r - 1](pairs, a_rows(i), ld, ops.panel(0, p0), ops.panel_ld(), alpha,
+                              beta, start, c + i * ldc, ldc, last);
     }
     return;
   }
@@ -105,10 +105,10 @@ void rows(const Bf16Operands& ops, int64_t i0, int64_t i1, int64_t n, int64_t p0
       const int64_t j = q * width, cols = std::min(width, n - j);
       const int vectors = int((cols + kLanes - 1) / kLanes);
       const __mmask16 last = __mmask16((1u << (cols - (vectors - 1) * kLanes)) - 1);
-      const uint32_t* panel = ops.b + (q * ops.pairs + p0) * width;
+      const uint32_t* panel = ops.panel(q, p0);
       for (int64_t i = ib; i < ie; i += kRows) {
         const int r = int(std::min<int64_t>(kRows, ie - i));
-        kTiles<AC>[r - 1][vectors - 1](pairs, a_rows(i), ld, panel, width, alpha, beta,
+        kTiles<AC>[r - 1][vectors - 1](pairs, a_rows(i), ld, panel, ops.panel_ld(), alpha, beta,
                                        start ? start + j : nullptr, c + i * ldc + j, ldc, last);
       }
     }

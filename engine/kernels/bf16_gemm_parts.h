@@ -28,6 +28,16 @@ struct Bf16Operands {
   const uint32_t* b = nullptr;
   int64_t panel_cols = 0;
   int64_t pairs = 0;
+  // Or op(B) read where it lies, not packed (a weight gradient's X kept by pairs of rows,
+  // bf16_gemm.h Bf16Rows): word (p, j) of panel q at b[q * panel_cols + p * b_ld + j], the
+  // columns past n read but their sums never stored. Zero: packed, as above. Only the
+  // AVX512-BF16 tiles read B in place.
+  int64_t b_ld = 0;
+  // Panel q's first word from pair p, and the words between its pair rows.
+  const uint32_t* panel(int64_t q, int64_t p) const {
+    return b_ld ? b + q * panel_cols + p * b_ld : b + (q * pairs + p) * panel_cols;
+  }
+  int64_t panel_ld() const { return b_ld ? b_ld : panel_cols; }
   // Whole blocks of C written with streaming stores, past the caches: for a C larger than L2
   // that no later step of the product reads, they save the read of each line before it is
   // written. The AMX loops honour it; C's rows must then start on 64-byte boundaries.
@@ -101,9 +111,10 @@ void pack_b(bool tb, int64_t k, int64_t n, const float* b, int64_t ldb, int64_t 
             int64_t stride, uint32_t* out);
 
 // pack_b(false, ...) for a B of k x n values kept in bf16 (engine/kernels/bf16_gemm.h
-// Bf16Rows): row r's pairs at words[r * ld ...].
-void pack_kept_b(int64_t k, int64_t n, const uint32_t* words, int64_t ld, int64_t width,
-                 int64_t stride, uint32_t* out);
+// Bf16Rows): by rows (row r's pairs at words[r * ld ...]) or, with `row_pairs`, by pairs of rows
+// (pair p's words at words[p * ld ...]: copied, nothing regrouped).
+void pack_kept_b(int64_t k, int64_t n, const uint32_t* words, int64_t ld, bool row_pairs,
+                 int64_t width, int64_t stride, uint32_t* out);
 
 // Rows [i0, i1) of C (n columns) = alpha * (start + sum over pairs [p0, p1)) + beta * C, with
 // `start` (n values) or zero, and C not read when beta = 0. Every element is one chain over

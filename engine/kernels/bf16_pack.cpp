@@ -135,16 +135,25 @@ void pack_b(bool tb, int64_t k, int64_t n, const float* b, int64_t ldb, int64_t 
   zero_panel_padding(k, n, width, stride, out);
 }
 
-// pack_b(false, ...) from rows whose values are bf16 already: half the bytes to read, nothing
-// to round. Panels start at even columns (width is even), so at whole words.
-void pack_kept_b(int64_t k, int64_t n, const uint32_t* words, int64_t ld, int64_t width,
-                 int64_t stride, uint32_t* out) {
-  panels_by_row_pairs(
-      k, n, width, stride, out, [&](int64_t p, int64_t j0, int64_t cols, uint32_t* to) {
-        const uint32_t* first = words + 2 * p * ld + j0 / 2;
-        ask_for_rows_ahead(first, ld, (cols + 1) / 2, p, k);
-        bf16_pairs_of_kept_rows(first, 2 * p + 1 < k ? first + ld : nullptr, cols, to);
-      });
+// pack_b(false, ...) from values that are bf16 already: half the bytes to read, nothing to
+// round. By rows, panels start at even columns (width is even), so at whole words, and each
+// pair of rows is regrouped; by pairs of rows, each panel's slice of a pair row is copied (the
+// AMX tiles' layout wants whole panels; the AVX512-BF16 tiles read such words in place).
+void pack_kept_b(int64_t k, int64_t n, const uint32_t* words, int64_t ld, bool row_pairs,
+                 int64_t width, int64_t stride, uint32_t* out) {
+  if (row_pairs) {
+    panels_by_row_pairs(k, n, width, stride, out,
+                        [&](int64_t p, int64_t j0, int64_t cols, uint32_t* to) {
+                          std::copy_n(words + p * ld + j0, cols, to);
+                        });
+  } else {
+    panels_by_row_pairs(
+        k, n, width, stride, out, [&](int64_t p, int64_t j0, int64_t cols, uint32_t* to) {
+          const uint32_t* first = words + 2 * p * ld + j0 / 2;
+          ask_for_rows_ahead(first, ld, (cols + 1) / 2, p, k);
+          bf16_pairs_of_kept_rows(first, 2 * p + 1 < k ? first + ld : nullptr, cols, to);
+        });
+  }
   zero_panel_padding(k, n, width, stride, out);
 }
 

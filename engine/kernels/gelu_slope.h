@@ -18,9 +18,10 @@ template <class T>
 void gelu_with_grad(const T* h, T* a, T* d, int64_t n, bool tanh_form);
 
 // gelu_with_grad over `rows` rows of `cols`, with a's values rounded to bf16 as they are made,
-// row r's pairs (bf16_pair of its values 2p and 2p + 1, the second zero past an odd cols) at
-// words[r * ((cols + 1) / 2) ...]: a bf16 operand kept for a weight gradient's product
-// (bf16_gemm.h Bf16Rows), which rounds them the same way. Half the bytes of a's floats.
+// by pairs of rows: word (p, j) = bf16_pair(a[2p][j], a[2p + 1][j]) (the second zero past an
+// odd rows) at words[p * ld + j], ld = cols rounded up to 16, the words between zero: a bf16
+// operand kept for a weight gradient's product (bf16_gemm.h Bf16Rows, row_pairs), which rounds
+// them the same way. Half the bytes of a's floats.
 void gelu_with_grad_bf16(const float* h, uint32_t* words, float* d, int64_t rows, int64_t cols,
                          bool tanh_form);
 

@@ -284,7 +284,7 @@ InputMap gelu_map(GeluApprox approx) {
     const bool tanh_form = approx != GeluApprox::none;
     if (rounded) {
       const int64_t cols = h.size(-1), rows = h.numel() / std::max<int64_t>(cols, 1);
-      *rounded = make_bf16_rows(rows, cols);
+      *rounded = make_bf16_rows(rows, cols, /*row_pairs=*/true);
       kernels::gelu_with_grad_bf16(h.data<float>(), rounded->words(), dh.data<float>(), rows, cols,
                                    tanh_form);
     } else {

@@ -138,15 +138,22 @@ TEST_CASE("pack_b lays B's pairs of rows out as panels, the padding zero") {
               CHECK(out[(q * stride + p) * width + j] == expected);
             }
         if (tb) continue;
-        // The same B kept as bf16 pairs along its rows (a linear's input, as its forward
-        // packed it), ld words apart: the same panels.
-        const int64_t ld = (n + 1) / 2 + 3;
+        // The same B kept as bf16 pairs along its rows (GRN's output), ld words apart, and by
+        // pairs of rows (a linear's input, as its forward keeps it), pair_ld apart: the same
+        // panels from both.
+        const int64_t ld = (n + 1) / 2 + 3, pair_ld = n + 5;
         std::vector<uint32_t> kept(size_t(k * ld), 5u), from_kept(out.size(), 7u);
         for (int64_t r = 0; r < k; ++r)
           for (int64_t p = 0; p < (n + 1) / 2; ++p)
             kept[r * ld + p] = bf16_pair(op_b(r, 2 * p), 2 * p + 1 < n ? op_b(r, 2 * p + 1) : 0.0f);
-        detail::pack_kept_b(k, n, kept.data(), ld, width, stride, from_kept.data());
+        detail::pack_kept_b(k, n, kept.data(), ld, false, width, stride, from_kept.data());
         CHECK(from_kept == out);
+        std::vector<uint32_t> paired(size_t(pairs * pair_ld), 5u), from_paired(out.size(), 7u);
+        for (int64_t p = 0; p < pairs; ++p)
+          for (int64_t col = 0; col < n; ++col)
+            paired[p * pair_ld + col] = bf16_pair(op_b(2 * p, col), op_b(2 * p + 1, col));
+        detail::pack_kept_b(k, n, paired.data(), pair_ld, true, width, stride, from_paired.data());
+        CHECK(from_paired == out);
       }
 }
 

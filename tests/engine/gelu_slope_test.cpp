@@ -74,28 +74,29 @@ TEST_CASE("gelu_block has the bits of gelu_with_slope, with and without the slop
   }
 }
 
-TEST_CASE("gelu_with_grad_bf16 has gelu_with_grad's bits, its values rounded into bf16 pairs") {
-  // An odd row (the last pair's second half zero) and an even one, over more rows than one
-  // thread's share; every word against bf16_pair of gelu_with_grad's values.
+TEST_CASE("gelu_with_grad_bf16 has gelu_with_grad's bits, its values rounded by pairs of rows") {
+  // An odd count of rows (the last pair's second halves zero) and an even one, columns that do
+  // and do not fill the 16-word rows (the words between zero), over more rows than one thread's
+  // share; every word against bf16_pair of gelu_with_grad's values.
   Rng rng(6);
-  for (const int64_t cols : {int64_t(97), int64_t(192)}) {
-    const int64_t rows = 300, n = rows * cols, pairs = (cols + 1) / 2;
+  for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{301, 97}, {300, 192}}) {
+    const int64_t n = rows * cols, ld = (cols + 15) / 16 * 16, pair_rows = (rows + 1) / 2;
     std::vector<float> h(n), d(n);
     for (float& v : h) v = float(3 * rng.normal());
     for (float& v : d) v = float(rng.normal());
     for (bool tanh_form : {false, true}) {
-      INFO("cols ", cols, ", tanh form: ", tanh_form);
+      INFO("rows ", rows, ", cols ", cols, ", tanh form: ", tanh_form);
       std::vector<float> a(n), d_floats = d, d_words = d;
-      std::vector<uint32_t> words(size_t(rows * pairs), 0xDEADBEEFu);
+      std::vector<uint32_t> words(size_t(pair_rows * ld), 0xDEADBEEFu);
       kernels::gelu_with_grad(h.data(), a.data(), d_floats.data(), n, tanh_form);
       kernels::gelu_with_grad_bf16(h.data(), words.data(), d_words.data(), rows, cols, tanh_form);
       CHECK(d_words == d_floats);
       int64_t wrong = 0;
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t p = 0; p < pairs; ++p) {
-          const float first = a[r * cols + 2 * p];
-          const float second = 2 * p + 1 < cols ? a[r * cols + 2 * p + 1] : 0.0f;
-          wrong += words[r * pairs + p] != bf16_pair(first, second);
+      for (int64_t p = 0; p < pair_rows; ++p)
+        for (int64_t j = 0; j < ld; ++j) {
+          const float first = j < cols ? a[2 * p * cols + j] : 0.0f;
+          const float second = j < cols && 2 * p + 1 < rows ? a[(2 * p + 1) * cols + j] : 0.0f;
+          wrong += words[p * ld + j] != bf16_pair(first, second);
         }
       CHECK(wrong == 0);
     }

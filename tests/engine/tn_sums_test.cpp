@@ -114,13 +114,15 @@ TEST_CASE("a bf16 input kept by the forward gives its weight gradient the floats
         gemm_bf16_keeping_a(s.k, out, s.n, x.data(), w.data(), bias.data(), y_kept.data(), kept,
                             tiles);
         CHECK(same_bits(y_kept, y));
-        REQUIRE((kept.rows == s.k && kept.cols == s.n));
+        // By pairs of rows, each row of words cols rounded up to 16 long, the words past zero.
+        REQUIRE((kept.rows == s.k && kept.cols == s.n && kept.row_pairs));
+        REQUIRE(kept.ld() == (s.n + 15) / 16 * 16);
         int64_t wrong_words = 0;
-        for (int64_t r = 0; r < s.k; ++r)
-          for (int64_t p = 0; p < kept.pairs(); ++p) {
-            const float* row = x.data() + r * s.n;
-            wrong_words += kept.words()[r * kept.pairs() + p] !=
-                           bf16_pair(row[2 * p], 2 * p + 1 < s.n ? row[2 * p + 1] : 0.0f);
+        for (int64_t p = 0; 2 * p < s.k; ++p)
+          for (int64_t j = 0; j < kept.ld(); ++j) {
+            const float first = j < s.n ? x[2 * p * s.n + j] : 0.0f;
+            const float second = j < s.n && 2 * p + 1 < s.k ? x[(2 * p + 1) * s.n + j] : 0.0f;
+            wrong_words += kept.words()[p * kept.ld() + j] != bf16_pair(first, second);
           }
         CHECK(wrong_words == 0);
         std::vector<float> want(s.m * s.n, -3.0f), c(s.m * s.n, -4.0f);
