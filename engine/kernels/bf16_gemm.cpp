@@ -184,8 +184,8 @@ void chunks_packing_both(const Layout& layout, bool tb, int64_t m, int64_t n, in
         ops.b = kept->words() + l0 / 2 * kept->ld() + j0, ops.b_ld = kept->ld();
       } else if (kept) {  // from column j0 (even: a multiple of the steps)
         const int64_t ld = kept->ld();
-        const uint32_t* words = kept->row_pairs ? kept->words() + l0 / 2 * ld + j0
-                                                : kept->words() + l0 * ld + j0 / 2;
+        const uint32_t* words =
+            kept->row_pairs ? kept->words() + l0 / 2 * ld + j0 : kept->words() + l0 * ld + j0 / 2;
         detail::pack_kept_b(terms, cols, words, ld, kept->row_pairs, panel_cols, ops.pairs,
                             b_words.data());
       } else {

@@ -94,8 +94,8 @@ void rows(const Bf16Operands& ops, int64_t i0, int64_t i1, int64_t n, int64_t p0
     const __mmask16 last = __mmask16((1u << n) - 1);
     for (int64_t i = i0; i < i1; i += kNarrowRows) {
       const int r = int(std::min<int64_t>(kNarrowRows, i1 - i));
-      kNarrowTiles<AC>[r - 1](pairs, a_rows(i), ld, ops.panel(0, p0), ops.panel_ld(), alpha,
-                              beta, start, c + i * ldc, ldc, last);
+      kNarrowTiles<AC>[r - 1](pairs, a_rows(i), ld, ops.panel(0, p0), ops.panel_ld(), alpha, beta,
+                              start, c + i * ldc, ldc, last);
     }
     return;
   }

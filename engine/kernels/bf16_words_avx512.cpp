@@ -75,9 +75,9 @@ VG_WORDS_TARGET __m512i pairs_of(__m512 lo, __m512 hi) {
   if constexpr (kUnits)
     if (!any_subnormal(lo, hi)) return reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo));
   // The upper 16 bits of the 32 rounded floats, in order: the odd halves of the two vectors.
-  const __m512i upper = _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37,
-                                         35, 33, 31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7,
-                                         5, 3, 1);
+  const __m512i upper =
+      _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33, 31, 29, 27,
+                       25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
   return _mm512_permutex2var_epi16(round_to_bf16(lo), upper, round_to_bf16(hi));
 }
 
@@ -87,14 +87,15 @@ VG_WORDS_TARGET __m512i interleaved(__m512 first, __m512 second) {
   if constexpr (kUnits)
     if (!any_subnormal(first, second)) {
       // The units give first's 16 bf16, then second's; word i takes halves i and 16 + i.
-      const __m512i side_by_side = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26,
-                                                    10, 25, 9, 24, 8, 23, 7, 22, 6, 21, 5, 20, 4,
-                                                    19, 3, 18, 2, 17, 1, 16, 0);
+      const __m512i side_by_side =
+          _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22,
+                           6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
       return _mm512_permutexvar_epi16(
           side_by_side, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(second, first)));
     }
-  return _mm512_or_si512(_mm512_srli_epi32(round_to_bf16(first), 16),
-                         _mm512_and_si512(round_to_bf16(second), _mm512_set1_epi32(int(0xFFFF0000u))));
+  return _mm512_or_si512(
+      _mm512_srli_epi32(round_to_bf16(first), 16),
+      _mm512_and_si512(round_to_bf16(second), _mm512_set1_epi32(int(0xFFFF0000u))));
 }
 
 template <bool kUnits>
@@ -194,7 +195,8 @@ VG_WORDS_TARGET void interleave_rows_summing(int64_t k, int64_t count, const flo
     const float* first = x + 2 * p * ld;
     const bool second = 2 * p + 1 < k;
     for (int64_t j = 0; j < count; j += 16) {
-      const __mmask16 mask = count - j >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (count - j)) - 1);
+      const __mmask16 mask =
+          count - j >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (count - j)) - 1);
       if (2 * p + 5 < k) {  // the same line of the rows two pairs on (see the comment above)
         _mm_prefetch(reinterpret_cast<const char*>(first + 4 * ld + j), _MM_HINT_T0);
         _mm_prefetch(reinterpret_cast<const char*>(first + 5 * ld + j), _MM_HINT_T0);
@@ -250,8 +252,8 @@ bool with_avx512() {
 // VITGRAD_BF16_UNITS=none, which makes the engine act as a CPU without bf16 units, keeps the
 // integer add.
 bool with_units() {
-  static const bool yes = with_avx512() && __builtin_cpu_supports("avx512dq") &&
-                          bf16_hardware() != Bf16Hardware::none;
+  static const bool yes =
+      with_avx512() && __builtin_cpu_supports("avx512dq") && bf16_hardware() != Bf16Hardware::none;
   return yes;
 }
 

@@ -53,23 +53,24 @@ void gelu_with_grad(const T* h, T* a, T* d, int64_t n, bool tanh_form) {
 void gelu_with_grad_bf16(const float* h, uint32_t* words, float* d, int64_t rows, int64_t cols,
                          bool tanh_form) {
   const int64_t ld = (cols + 15) / 16 * 16, pair_rows = (rows + 1) / 2;
+  // Rows 2p and 2p + 1 (2p alone at an odd end): their values into `values`, in cache, their
+  // gradients in place, then the pair's words.
+  auto pair_of_rows = [&](int64_t p, float* values) {
+    const int64_t r0 = 2 * p, count = std::min<int64_t>(2, rows - r0);
+    for (int64_t i = 0; i < count; ++i) {
+      float* dr = d + (r0 + i) * cols;
+      gelu_range(h + (r0 + i) * cols, values + i * cols, 0, cols, tanh_form,
+                 [dr](int64_t j, float s) { dr[j] = dr[j] * s; });
+    }
+    uint32_t* out = words + p * ld;
+    detail::bf16_pairs_of_rows(values, count == 2 ? values + cols : nullptr, cols, out);
+    std::fill(out + cols, out + ld, 0u);
+  };
   parallel_for(pair_rows, std::max<int64_t>(1, (1 << 13) / std::max<int64_t>(cols, 1)),
                [&](int64_t p0, int64_t p1) {
-                 thread_local std::vector<float> values;  // two rows', rounded from cache
+                 thread_local std::vector<float> values;  // two rows', grown once per shape
                  if (values.size() < size_t(2 * cols)) values.resize(size_t(2 * cols));
-                 for (int64_t p = p0; p < p1; ++p) {
-                   const int64_t r0 = 2 * p, r1 = std::min(rows, r0 + 2);
-                   for (int64_t r = r0; r < r1; ++r) {
-                     float* dr = d + r * cols;
-                     gelu_range(h + r * cols, values.data() + (r - r0) * cols, 0, cols, tanh_form,
-                                [dr](int64_t i, float s) { dr[i] = dr[i] * s; });
-                   }
-                   uint32_t* out = words + p * ld;
-                   detail::bf16_pairs_of_rows(values.data(), r1 - r0 == 2 ? values.data() + cols
-                                                                          : nullptr,
-                                              cols, out);
-                   std::fill(out + cols, out + ld, 0u);
-                 }
+                 for (int64_t p = p0; p < p1; ++p) pair_of_rows(p, values.data());
                });
 }
 
