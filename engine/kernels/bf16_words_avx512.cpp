@@ -5,10 +5,10 @@
 //
 // Each loop comes in two forms. Where the CPU has AVX512-BF16, vcvtne2ps2bf16 rounds 32 floats
 // to nearest even in one instruction; it reads a subnormal float as zero, though, so a vector
-// holding one (the only values it rounds otherwise: every exponent 1 to 254 rounds as to_bf16
-// does, NaN and infinity included, checked on all 2^32 patterns) is rounded by the integer add
-// of engine/kernels/bf16.h instead. Elsewhere the integer add rounds every vector. The words,
-// and so every product's bits, are the same either way.
+// holding one is rounded by the integer add of engine/kernels/bf16.h instead (every other float,
+// NaN and infinity included, the instruction rounds as to_bf16 does: checked on all 2^32
+// patterns). Elsewhere the integer add rounds every vector. The words, and so every product's
+// bits, are the same either way.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -239,6 +239,8 @@ __attribute__((target("avx512f"))) void transpose_words(const uint32_t* in, int6
                   to + c * out_ld + r, out_ld, height);
     }
 }
+
+#undef VG_WORDS_TARGET
 
 }  // namespace avx512
 
