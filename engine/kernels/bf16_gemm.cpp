@@ -245,10 +245,9 @@ std::vector<float> floats_of(const Bf16Rows& kept) {
 // A's rows (m x k floats, lda apart) rounded into `kept` by pairs of rows, the words past k zero.
 void round_by_row_pairs(int64_t m, int64_t k, const float* a, int64_t lda, const Bf16Rows& kept) {
   for (int64_t p = 0; 2 * p < m; ++p) {
-    uint32_t* out = kept.words() + p * kept.ld();
     const float* first = a + 2 * p * lda;
-    detail::bf16_pairs_of_rows(first, 2 * p + 1 < m ? first + lda : nullptr, k, out);
-    std::fill(out + k, out + kept.ld(), 0u);
+    detail::bf16_pair_row(first, 2 * p + 1 < m ? first + lda : nullptr, k, kept.ld(),
+                          kept.words() + p * kept.ld());
   }
 }
 

@@ -54,7 +54,9 @@ struct Bf16Rows {
   std::shared_ptr<Storage> storage;
   int64_t pairs() const { return (cols + 1) / 2; }
   // Words from one row (or pair of rows) to the next, and how many rows of words there are.
-  int64_t ld() const { return row_pairs ? (cols + 15) / 16 * 16 : pairs(); }
+  int64_t ld() const { return row_pairs ? row_pairs_ld(cols) : pairs(); }
+  // The words from one pair of rows to the next, by pairs of rows: the tiles read 16 at a time.
+  static int64_t row_pairs_ld(int64_t cols) { return (cols + 15) / 16 * 16; }
   int64_t word_rows() const { return row_pairs ? (rows + 1) / 2 : rows; }
   uint32_t* words() const { return static_cast<uint32_t*>(storage->data()); }
 };

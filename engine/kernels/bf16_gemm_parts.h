@@ -97,6 +97,10 @@ void transpose_words(const uint32_t* in, int64_t rows, int64_t cols, int64_t in_
 // row, the words past the pairs zero.
 void pairs_of_rows(int64_t rows, int64_t k, const float* x, int64_t ld, uint32_t* out,
                    int64_t out_ld);
+// Two rows of `count` floats (second null: zeros) as one row of words by pairs of rows
+// (bf16_gemm.h Bf16Rows::row_pairs): bf16_pairs_of_rows into out[0, count), zeros up to `ld`.
+void bf16_pair_row(const float* first, const float* second, int64_t count, int64_t ld,
+                   uint32_t* out);
 // Pair p of `count` columns: out[p * out_ld + i] = (x[2p * ld + i], x[(2p + 1) * ld + i]).
 void interleave_rows(int64_t k, int64_t count, const float* x, int64_t ld, uint32_t* out,
                      int64_t out_ld);

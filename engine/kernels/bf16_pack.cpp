@@ -40,6 +40,12 @@ void interleave_rows(int64_t k, int64_t count, const float* x, int64_t ld, uint3
   });
 }
 
+void bf16_pair_row(const float* first, const float* second, int64_t count, int64_t ld,
+                   uint32_t* out) {
+  bf16_pairs_of_rows(first, second, count, out);
+  std::fill(out + count, out + ld, 0u);
+}
+
 void pairs_to_rows(const uint32_t* by_pairs, int64_t pairs, int64_t rows, uint32_t* out,
                    int64_t stride, int64_t padded_rows) {
   transpose_words(by_pairs, pairs, rows, rows, out, stride);

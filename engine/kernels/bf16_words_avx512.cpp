@@ -56,6 +56,11 @@ __attribute__((target("avx512f"))) __m512i loaded(__mmask16 mask, const uint32_t
 __attribute__((target("avx512f"))) __m512d loaded(__mmask8 mask, const double* x) {
   return mask == 0xFF ? _mm512_loadu_pd(x) : _mm512_maskz_loadu_pd(mask, x);
 }
+// The store that pairs with it: a whole vector by a plain store, so that the next load of the
+// same doubles takes its value straight from the store.
+__attribute__((target("avx512f"))) void stored(__mmask8 mask, double* x, __m512d v) {
+  mask == 0xFF ? _mm512_storeu_pd(x, v) : _mm512_mask_storeu_pd(x, mask, v);
+}
 
 // The targets of the loops below: those of the integer add, and those of the units' form. A
 // loop's integer form (kUnits false) is compiled for the units' targets too, but holds no bf16
@@ -213,13 +218,8 @@ VG_WORDS_TARGET void interleave_rows_summing(int64_t k, int64_t count, const flo
         low = _mm512_add_pd(low, widened(b, false));
         high = _mm512_add_pd(high, widened(b, true));
       }
-      if (mask == 0xFFFF) {
-        _mm512_storeu_pd(sums + j, low);
-        _mm512_storeu_pd(sums + j + 8, high);
-      } else {
-        _mm512_mask_storeu_pd(sums + j, __mmask8(mask), low);
-        _mm512_mask_storeu_pd(sums + j + 8, __mmask8(mask >> 8), high);
-      }
+      stored(__mmask8(mask), sums + j, low);
+      stored(__mmask8(mask >> 8), sums + j + 8, high);
       _mm512_mask_storeu_epi32(out + p * out_ld + j, mask, interleaved<kUnits>(a, b));
     }
   }

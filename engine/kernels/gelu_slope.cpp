@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "engine/core/parallel.h"
+#include "engine/kernels/bf16_gemm.h"
 #include "engine/kernels/bf16_gemm_parts.h"
 #include "engine/kernels/gelu_math.h"
 
@@ -52,7 +53,7 @@ void gelu_with_grad(const T* h, T* a, T* d, int64_t n, bool tanh_form) {
 
 void gelu_with_grad_bf16(const float* h, uint32_t* words, float* d, int64_t rows, int64_t cols,
                          bool tanh_form) {
-  const int64_t ld = (cols + 15) / 16 * 16, pair_rows = (rows + 1) / 2;
+  const int64_t ld = Bf16Rows::row_pairs_ld(cols), pair_rows = (rows + 1) / 2;
   // Rows 2p and 2p + 1 (2p alone at an odd end): their values into `values`, in cache, their
   // gradients in place, then the pair's words.
   auto pair_of_rows = [&](int64_t p, float* values) {
@@ -62,9 +63,7 @@ void gelu_with_grad_bf16(const float* h, uint32_t* words, float* d, int64_t rows
       gelu_range(h + (r0 + i) * cols, values + i * cols, 0, cols, tanh_form,
                  [dr](int64_t j, float s) { dr[j] = dr[j] * s; });
     }
-    uint32_t* out = words + p * ld;
-    detail::bf16_pairs_of_rows(values, count == 2 ? values + cols : nullptr, cols, out);
-    std::fill(out + cols, out + ld, 0u);
+    detail::bf16_pair_row(values, count == 2 ? values + cols : nullptr, cols, ld, words + p * ld);
   };
   parallel_for(pair_rows, std::max<int64_t>(1, (1 << 13) / std::max<int64_t>(cols, 1)),
                [&](int64_t p0, int64_t p1) {
