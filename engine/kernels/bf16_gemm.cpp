@@ -20,6 +20,11 @@ constexpr int64_t kMaxPanelCols = 64, kLanes = 16;
 // The AMX tiles' blocks of C are 32 x 32 and their steps along k 16 pairs
 // (engine/kernels/bf16_gemm_amx.cpp).
 constexpr int64_t kAmxBlock = 32, kAmxPairs = 16;
+// The AVX512-BF16 loops' blocks of A: 8 of their tiles of 6 rows.
+constexpr int64_t kAvx512BlockRows = 48;
+// A kept A is written by pairs of rows as each block is packed (keep_by_row_pairs), so no pair
+// may span two blocks.
+static_assert(kAmxBlock % 2 == 0 && kAvx512BlockRows % 2 == 0, "blocks of whole pairs of rows");
 // A product's C at least this large is written with streaming stores where the tiles can.
 constexpr int64_t kStreamBytes = int64_t(4) << 20;
 
@@ -62,14 +67,14 @@ Layout layout_for(Bf16Tiles tiles, int64_t n) {
     return {true, rows, kAmxBlock, kAmxBlock, kAmxBlock, kAmxBlock};
   }
   // AVX512-BF16: blocks of the kernel's own 48 rows, its tiles of 6 rows and vectors of 16.
-  return {false, detail::bf16_rows_avx512, std::min(kMaxPanelCols, round_up(n, kLanes)), 48, 6,
-          kLanes};
+  return {false, detail::bf16_rows_avx512, std::min(kMaxPanelCols, round_up(n, kLanes)),
+          kAvx512BlockRows, 6, kLanes};
 }
 
 // Rows [i0, i0 + rows) of A, packed as rows of pairs `pairs` words apart, into `kept` by
 // pairs of rows (Bf16Rows::row_pairs): each pair of rows' halves regrouped value by value, as
 // the weight gradient reads them, the words past A's columns zero. i0 is even (blocks are of
-// an even count of rows), so a pair of rows lies in one block.
+// an even count of rows: see kAvx512BlockRows), so a pair of rows lies in one block.
 void keep_by_row_pairs(const uint32_t* block, int64_t pairs, int64_t i0, int64_t rows,
                        const Bf16Rows& kept) {
   const int64_t ld = kept.ld(), cols = kept.cols;
