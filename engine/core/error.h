@@ -5,6 +5,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace vg {
@@ -26,15 +27,28 @@ inline std::string shape_str(const std::vector<int64_t>& shape) {
   return s.str();
 }
 
-// Concatenates anything printable into one message.
+// One part of a message: anything printable, or a function of no arguments that returns
+// something printable, called only when the message is made.
+template <class Part>
+void put_part(std::ostream& out, const Part& part) {
+  if constexpr (std::is_invocable_v<const Part&>)
+    out << part();
+  else
+    out << part;
+}
+
+// Concatenates its parts (put_part) into one message.
 template <class... Parts>
 std::string cat_str(const Parts&... parts) {
   std::ostringstream out;
-  (out << ... << parts);
+  (put_part(out, parts), ...);
   return out.str();
 }
 
-// Throws vg::Error with the concatenated message when `ok` is false.
+// Throws vg::Error with the concatenated message when `ok` is false. The parts are evaluated
+// before the call, so a part that takes work to make (shapes formatted as text) is passed as a
+// function that makes it: check(ok, "matmul: ", operands) formats nothing while ok holds, where
+// operands() would format on every call.
 template <class... Parts>
 void check(bool ok, const Parts&... parts) {
   if (!ok) throw Error(cat_str(parts...));

@@ -29,21 +29,21 @@ AttentionShape check_attention(const Tensor& q, const Tensor& k, const Tensor& v
                    shape_str(v.shape()), ")");
   };
   check(q.dim() == 4 && k.dim() == 4 && v.dim() == 4,
-        "scaled_dot_product_attention: q, k and v must be (B, H, T, D) ", shapes());
+        "scaled_dot_product_attention: q, k and v must be (B, H, T, D) ", shapes);
   for (int axis : {0, 1, 3}) {
     check(k.size(axis) == q.size(axis) && v.size(axis) == q.size(axis),
           "scaled_dot_product_attention: q, k and v differ in ",
           axis == 0   ? "batch size B"
           : axis == 1 ? "head count H"
                       : "head dim D",
-          " ", shapes());
+          " ", shapes);
   }
   check(k.size(2) == v.size(2), "scaled_dot_product_attention: k has ", k.size(2),
-        " tokens and v has ", v.size(2), " ", shapes());
-  check(k.size(2) > 0, "scaled_dot_product_attention: no keys to attend to ", shapes());
+        " tokens and v has ", v.size(2), " ", shapes);
+  check(k.size(2) > 0, "scaled_dot_product_attention: no keys to attend to ", shapes);
   check(k.dtype() == q.dtype() && v.dtype() == q.dtype(),
         "scaled_dot_product_attention: q, k and v are ", dtype_name(q.dtype()), ", ",
-        dtype_name(k.dtype()), " and ", dtype_name(v.dtype()), " ", shapes());
+        dtype_name(k.dtype()), " and ", dtype_name(v.dtype()), " ", shapes);
   return AttentionShape{q.size(0) * q.size(1), q.size(2), k.size(2), q.size(3)};
 }
 

@@ -45,19 +45,19 @@ MatmulPlan plan_matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
     return cat_str("a ", shape_str(a.shape()), ", b ", shape_str(b.shape()),
                    ", trans_a=", ta ? "true" : "false", ", trans_b=", tb ? "true" : "false");
   };
-  check(a.dim() >= 2 && b.dim() >= 2, "matmul: both operands need rank >= 2 (", operands(), ")");
+  check(a.dim() >= 2 && b.dim() >= 2, "matmul: both operands need rank >= 2 (", operands, ")");
   check(a.dtype() == b.dtype(), "matmul: operands have dtypes ", dtype_name(a.dtype()), " and ",
-        dtype_name(b.dtype()), " (", operands(), "); convert one with .to()");
+        dtype_name(b.dtype()), " (", operands, "); convert one with .to()");
   MatmulPlan p;
   p.M = ta ? a.size(-1) : a.size(-2);
   const int64_t Ka = ta ? a.size(-2) : a.size(-1);
   const int64_t Kb = tb ? b.size(-1) : b.size(-2);
   p.N = tb ? b.size(-2) : b.size(-1);
-  check(Ka == Kb, "matmul: inner sizes differ: ", operands(), ", K=", Ka, " in a and K=", Kb,
+  check(Ka == Kb, "matmul: inner sizes differ: ", operands, ", K=", Ka, " in a and K=", Kb,
         " in b");
   p.K = Ka;
   for (int64_t d : {a.size(-2), a.size(-1), b.size(-2), b.size(-1)})
-    check(d < INT_MAX, "matmul: a matrix axis of ", d, " exceeds the BLAS int range (", operands(),
+    check(d < INT_MAX, "matmul: a matrix axis of ", d, " exceeds the BLAS int range (", operands,
           ")");
 
   // Broadcast the batch axes, aligned from the right; stride 0 where an operand repeats.
@@ -70,7 +70,7 @@ MatmulPlan plan_matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
   for (size_t i = rank; i-- > 0;) {
     const int64_t da = i + ab.size() >= rank ? ab[i + ab.size() - rank] : 1;
     const int64_t db = i + bb.size() >= rank ? bb[i + bb.size() - rank] : 1;
-    check(da == db || da == 1 || db == 1, "matmul: batch axes do not broadcast (", operands(), ")");
+    check(da == db || da == 1 || db == 1, "matmul: batch axes do not broadcast (", operands, ")");
     p.batch[i] = da == 1 ? db : da;
     sa[i] = da == 1 ? 0 : stride_a;
     sb[i] = db == 1 ? 0 : stride_b;
@@ -181,21 +181,22 @@ LinearPlan plan_linear(const char* op, const char* input, const Tensor& x, const
     return cat_str(input, " ", shape_str(x.shape()), ", weight ", shape_str(weight.shape()),
                    ", bias ", has_bias ? shape_str(bias.shape()) : std::string("none"));
   };
-  check(weight.dim() == 2, op, ": weight must be (out, in) (", operands(), ")");
+  check(weight.dim() == 2, op, ": weight must be (out, in) (", operands, ")");
   LinearPlan p;
   p.out_features = weight.size(0);
   p.in_features = weight.size(1);
   check(x.dim() >= 1 && x.size(-1) == p.in_features, op, ": ", input, "'s last axis is ",
-        x.dim() >= 1 ? x.size(-1) : 0, ", expected in=", p.in_features, " (", operands(), ")");
+        x.dim() >= 1 ? x.size(-1) : 0, ", expected in=", p.in_features, " (", operands, ")");
   check(!has_bias || (bias.dim() == 1 && bias.size(0) == p.out_features), op,
-        ": bias must be (out)=[", p.out_features, "] (", operands(), ")");
+        ": bias must be (out)=[", p.out_features, "] (", operands, ")");
   check(x.dtype() == weight.dtype() && (!has_bias || bias.dtype() == x.dtype()), op, ": ", input,
         ", weight and bias must share a dtype (", input, " ", dtype_name(x.dtype()), ", weight ",
-        dtype_name(weight.dtype()), has_bias ? cat_str(", bias ", dtype_name(bias.dtype())) : "",
+        dtype_name(weight.dtype()),
+        [&] { return has_bias ? cat_str(", bias ", dtype_name(bias.dtype())) : std::string(); },
         ")");
   p.rows = shape_numel(Shape(x.shape().begin(), x.shape().end() - 1));
   check(p.rows < INT_MAX && p.in_features < INT_MAX && p.out_features < INT_MAX, op,
-        ": sizes exceed the BLAS int range (", operands(), ")");
+        ": sizes exceed the BLAS int range (", operands, ")");
   p.out_shape = x.shape();
   p.out_shape.back() = p.out_features;
   return p;

@@ -307,5 +307,11 @@ TEST_CASE("linear rejects bad shapes with the op and the shapes") {
                        doctest::Contains("linear: weight must be (out, in) (x [2,4], weight [4]"),
                        Error);
   CHECK_THROWS_WITH_AS(linear(zeros({2, 4}), zeros({5, 4}, DType::f64)),
-                       doctest::Contains("linear: x, weight and bias must share a dtype"), Error);
+                       doctest::Contains("linear: x, weight and bias must share a dtype (x float32, "
+                                         "weight float64)"),
+                       Error);
+  CHECK_THROWS_WITH_AS(linear(zeros({2, 4}), zeros({5, 4}), zeros({5}, DType::f64)),
+                       doctest::Contains("must share a dtype (x float32, weight float32, bias "
+                                         "float64)"),
+                       Error);
 }
