@@ -23,8 +23,12 @@ T Phi(T x) {
 }
 // float: the vectorisable polynomials (engine/kernels/vec_math.h); float64 keeps libm's.
 inline float phi(float x) {
-  x = std::min(std::max(x, -13.0f), 13.0f);  // beyond, phi underflows and x * phi(x) is 0
-  return 0.3989422804014327f * vec::exp(-0.5f * x * x);
+  // Beyond |x| = 13 phi underflows and x * phi(x) is 0. Clamping x^2 at 169 gives every float
+  // the bits that clamping x to [-13, 13] gave (all 2^32 compared), in fewer instructions: GCC
+  // split the vectorised loop on the ranges of that clamp and exp's, which ran one after the
+  // other, with masks and blends (GELU's gradient pass 12% slower).
+  const float x2 = std::min(x * x, 169.0f);
+  return 0.3989422804014327f * vec::exp(-0.5f * x2);
 }
 inline float Phi(float x) {
   return 0.5f * (1.0f + vec::erf(x * 0.7071067811865476f));
