@@ -12,8 +12,10 @@
 
 namespace vg::vec {
 
-inline float exp(float x) {
-  x = std::min(std::max(x, -87.3f), 88.3f);
+// exp for x already in [-87.3, 88.3], where the float result neither overflows nor leaves 2^n
+// out of range: for a caller that knows its range (GELU's phi), where the clamp below would
+// only cost instructions.
+inline float exp_in_range(float x) {
   const float n = std::floor(x * 1.44269504f + 0.5f);  // x = n ln2 + r, |r| <= ln2 / 2
   float r = x - n * 0.693359375f;                      // ln2 in two parts: exact n * hi
   r = r - n * -2.12194440e-4f;
@@ -26,6 +28,10 @@ inline float exp(float x) {
   p = p * r * r + r + 1.0f;
   const float scale = std::bit_cast<float>((static_cast<int32_t>(n) + 127) << 23);  // 2^n
   return p * scale;
+}
+
+inline float exp(float x) {
+  return exp_in_range(std::min(std::max(x, -87.3f), 88.3f));
 }
 
 inline float erf(float x) {

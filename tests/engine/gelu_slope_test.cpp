@@ -2,12 +2,16 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <bit>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
 #include "engine/core/rng.h"
 #include "engine/kernels/bf16.h"
 #include "engine/kernels/gelu_math.h"
+#include "engine/kernels/vec_math.h"
 
 using namespace vg;
 
@@ -101,4 +105,24 @@ TEST_CASE("gelu_with_grad_bf16 has gelu_with_grad's bits, its values rounded by 
       CHECK(wrong == 0);
     }
   }
+}
+
+// phi clamps x^2 at 169 and skips exp's own clamp (gelu_math.h): the bits of the plain
+// formulation, x clamped to [-13, 13] and exp clamped, over a sweep of every 4099th float
+// pattern (both signs, subnormals, infinities) and the edges around 13.
+TEST_CASE("GELU's phi has the bits of clamping x to [-13, 13] and exp's argument") {
+  auto plain = [](float x) {
+    x = std::min(std::max(x, -13.0f), 13.0f);
+    return 0.3989422804014327f * vec::exp(-0.5f * x * x);
+  };
+  std::vector<float> xs = {13.0f, -13.0f, std::nextafter(13.0f, 14.0f), std::nextafter(13.0f, 0.0f),
+                           0.0f, -0.0f, 1e30f, -1e30f};
+  for (uint64_t bits = 0; bits < (uint64_t(1) << 32); bits += 4099)
+    xs.push_back(std::bit_cast<float>(uint32_t(bits)));
+  int64_t mismatches = 0;
+  for (float x : xs)
+    if (!std::isnan(x))
+      mismatches += std::bit_cast<uint32_t>(gelu_math::phi(x)) != std::bit_cast<uint32_t>(plain(x));
+  CHECK(xs.size() > 1000000);
+  CHECK(mismatches == 0);
 }
