@@ -187,41 +187,46 @@ __attribute__((target("avx512f"))) void round_rows(const float* x, int64_t ld, i
     }
 }
 
-// Pair after pair, each in the order it lies in memory (two rows of `count` floats), each line
-// asked for two pairs ahead: the rows of a chunk are a thread's share of dY's, ld apart, and
-// the prefetchers alone left the loop waiting on them. (A strip of columns walked down the
-// whole of k, its sums in registers, as this once was, read lines ld apart all the way: on an
-// AMD EPYC of family 26 the packing of a weight gradient's dY then took longer than the tiles'
-// products on it.) The sums, a row of doubles, stay in L1.
+// Two pairs of rows at a time, each in the order it lies in memory (four rows of `count`
+// floats), each line asked for one step (two pairs) ahead: the rows of a chunk are a thread's
+// share of dY's, ld apart, and the prefetchers alone left the loop waiting on them. (A strip of
+// columns walked down the whole of k, its sums in registers, as this once was, read lines ld
+// apart all the way: on an AMD EPYC of family 26 the packing of a weight gradient's dY then
+// took longer than the tiles' products on it.) The sums, a row of doubles, stay in L1; each
+// vector of them is loaded and stored once per four rows, not two, as each load waits for the
+// last store of the same sums: with 64 columns (four vectors) that wait set the pace.
 template <bool kUnits>
 VG_WORDS_TARGET void interleave_rows_summing(int64_t k, int64_t count, const float* x, int64_t ld,
                                              uint32_t* out, int64_t out_ld, double* sums) {
-  for (int64_t p = 0; 2 * p < k; ++p) {
+  for (int64_t p = 0; 2 * p < k;) {
     const float* first = x + 2 * p * ld;
-    const bool second = 2 * p + 1 < k;
+    const int64_t rows = std::min<int64_t>(4, k - 2 * p);  // 4, or what is left at the end
     for (int64_t j = 0; j < count; j += 16) {
       const __mmask16 mask =
           count - j >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (count - j)) - 1);
-      if (2 * p + 5 < k) {  // the same line of the rows two pairs on (see the comment above)
-        _mm_prefetch(reinterpret_cast<const char*>(first + 4 * ld + j), _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(first + 5 * ld + j), _MM_HINT_T0);
-      }
-      const __m512 a = loaded(mask, first + j);
-      const __m512 b = second ? loaded(mask, first + ld + j) : _mm512_setzero_ps();
+      if (2 * p + 7 < k)  // the same line of the rows of the next step
+        for (int64_t r = 4; r < 8; ++r)
+          _mm_prefetch(reinterpret_cast<const char*>(first + r * ld + j), _MM_HINT_T0);
+      __m512 v[4];
+      for (int64_t r = 0; r < 4; ++r)
+        v[r] = r < rows ? loaded(mask, first + r * ld + j) : _mm512_setzero_ps();
       // Whole vectors of sums by plain loads and stores too: a masked load also waits until the
-      // last pair's store of the same sums has left for the cache, instead of taking its value.
+      // last store of the same sums has left for the cache, instead of taking its value.
       __m512d low = loaded(__mmask8(mask), sums + j);
       __m512d high = loaded(__mmask8(mask >> 8), sums + j + 8);
-      low = _mm512_add_pd(low, widened(a, false));
-      high = _mm512_add_pd(high, widened(a, true));
-      if (second) {  // no term at all past an odd k: adding a zero would turn a -0 sum into +0
-        low = _mm512_add_pd(low, widened(b, false));
-        high = _mm512_add_pd(high, widened(b, true));
+      for (int64_t r = 0; r < rows; ++r) {  // no term at all past k: adding a zero would turn
+        low = _mm512_add_pd(low, widened(v[r], false));  // a -0 sum into +0
+        high = _mm512_add_pd(high, widened(v[r], true));
       }
       stored(__mmask8(mask), sums + j, low);
       stored(__mmask8(mask >> 8), sums + j + 8, high);
-      _mm512_mask_storeu_epi32(out + p * out_ld + j, mask, interleaved<kUnits>(a, b));
+      _mm512_mask_storeu_epi32(out + p * out_ld + j, mask, interleaved<kUnits>(v[0], v[1]));
+      if (rows > 2) {
+        const __m512i second_pair = interleaved<kUnits>(v[2], v[3]);
+        _mm512_mask_storeu_epi32(out + (p + 1) * out_ld + j, mask, second_pair);
+      }
     }
+    p += 2;
   }
 }
 

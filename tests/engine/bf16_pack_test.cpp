@@ -162,9 +162,10 @@ TEST_CASE("pack_b lays B's pairs of rows out as panels, the padding zero") {
 // between are left alone. Both ways (AVX-512 where the CPU has it, plain loops) alike, with
 // the edge values mixed in: vectors with a subnormal round by the integer add, the rest on the
 // bf16 units where the CPU has them. The sums compared bit for bit (NaN and infinity included).
+// The AVX-512 loop takes four rows at a time: k covers each count of rows it can have left.
 TEST_CASE("interleave_rows_summing and transpose_words give their definitions' words and sums") {
   Rng rng(17);
-  for (const int64_t k : {1, 2, 9, 40})
+  for (const int64_t k : {1, 2, 3, 9, 11, 40})
     for (const int64_t count : {1, 15, 16, 70}) {
       CAPTURE(k);
       CAPTURE(count);
