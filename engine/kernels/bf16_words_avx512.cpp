@@ -198,7 +198,7 @@ __attribute__((target("avx512f"))) void round_rows(const float* x, int64_t ld, i
 template <bool kUnits>
 VG_WORDS_TARGET void interleave_rows_summing(int64_t k, int64_t count, const float* x, int64_t ld,
                                              uint32_t* out, int64_t out_ld, double* sums) {
-  for (int64_t p = 0; 2 * p < k;) {
+  for (int64_t p = 0; 2 * p < k; p += 2) {
     const float* first = x + 2 * p * ld;
     const int64_t rows = std::min<int64_t>(4, k - 2 * p);  // 4, or what is left at the end
     for (int64_t j = 0; j < count; j += 16) {
@@ -214,8 +214,9 @@ VG_WORDS_TARGET void interleave_rows_summing(int64_t k, int64_t count, const flo
       // last store of the same sums has left for the cache, instead of taking its value.
       __m512d low = loaded(__mmask8(mask), sums + j);
       __m512d high = loaded(__mmask8(mask >> 8), sums + j + 8);
-      for (int64_t r = 0; r < rows; ++r) {  // no term at all past k: adding a zero would turn
-        low = _mm512_add_pd(low, widened(v[r], false));  // a -0 sum into +0
+      // No term at all past k: adding a zero would turn a -0 sum into +0.
+      for (int64_t r = 0; r < rows; ++r) {
+        low = _mm512_add_pd(low, widened(v[r], false));
         high = _mm512_add_pd(high, widened(v[r], true));
       }
       stored(__mmask8(mask), sums + j, low);
@@ -226,7 +227,6 @@ VG_WORDS_TARGET void interleave_rows_summing(int64_t k, int64_t count, const flo
         _mm512_mask_storeu_epi32(out + (p + 1) * out_ld + j, mask, second_pair);
       }
     }
-    p += 2;
   }
 }
 

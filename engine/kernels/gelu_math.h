@@ -24,10 +24,11 @@ T Phi(T x) {
 // float: the vectorisable polynomials (engine/kernels/vec_math.h); float64 keeps libm's.
 inline float phi(float x) {
   // Beyond |x| = 13 phi underflows and x * phi(x) is 0, so x^2 is clamped at 169, and exp's
-  // argument lies in [-84.5, 0], where exp needs no clamp of its own. Every float gets the bits
-  // that clamping x to [-13, 13] and then exp's argument gave (all 2^32 compared), in fewer
-  // instructions: GCC split the vectorised loop on the ranges of those two clamps, one after
-  // the other, with masks and blends, and GELU's gradient pass ran a third slower.
+  // argument lies in [-84.5, 0], where exp needs no clamp of its own. Every float but NaN (NaN
+  // either way) gets the bits that clamping x to [-13, 13] and then exp's argument gave (all
+  // 2^32 compared), in fewer instructions: GCC split the vectorised loop on the ranges of those
+  // two clamps, one after the other, with masks and blends (GELU's gradient pass over 6400 x 256
+  // on two threads took 0.54 ms, now 0.42).
   const float x2 = std::min(x * x, 169.0f);
   return 0.3989422804014327f * vec::exp_in_range(-0.5f * x2);
 }
