@@ -22,7 +22,7 @@ std::string Attention::describe() const {
 }
 
 void Attention::check_input(const Shape& s) const {
-  check(s.size() == 3, describe(), ": input must be (B, T, C), got ", shape_str(s));
+  check(s.size() == 3, describe(), ": input must be (B, T, C), got ", s);
   check_channels(describe(), s, -1, dim_);
 }
 

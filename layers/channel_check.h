@@ -18,10 +18,10 @@ inline void check_channels(const std::string& layer, const Shape& input_shape, i
   const int64_t rank = static_cast<int64_t>(input_shape.size());
   const int64_t k = axis < 0 ? axis + rank : axis;
   check(k >= 0 && k < rank, layer, ": input has no channel axis ", axis, " (input shape ",
-        shape_str(input_shape), ")");
+        input_shape, ")");
   const std::string which = axis == -1 ? "last axis" : "axis " + std::to_string(axis);
   check(input_shape[k] == expected, layer, ": input ", which, " is ", input_shape[k], ", expected ",
-        expected, " (input shape ", shape_str(input_shape), ")");
+        expected, " (input shape ", input_shape, ")");
 }
 
 }  // namespace vg::nn

@@ -41,8 +41,7 @@ std::string Conv2d::describe() const {
 }
 
 Tensor Conv2d::forward(const Tensor& x) {
-  check(x.dim() == 4, describe(), ": input must be (N, H, W, ", in_channels_, "), got ",
-        shape_str(x.shape()));
+  check(x.dim() == 4, describe(), ": input must be (N, H, W, ", in_channels_, "), got ", x.shape());
   check_channels(describe(), x.shape(), -1, in_channels_);
   return conv2d(x, weight_, bias_, stride_, padding_);
 }

@@ -20,7 +20,7 @@ std::string GlobalResponseNorm::describe() const {
 void GlobalResponseNorm::check_input(const Shape& input_shape) const {
   // Without a spatial axis the norm would run over nothing but the channel itself.
   check(input_shape.size() >= 3, describe(), ": input must be (B, spatial..., C) with at least ",
-        "one spatial axis, got shape ", shape_str(input_shape));
+        "one spatial axis, got shape ", input_shape);
   check_channels(describe(), input_shape, -1, dim_);
 }
 

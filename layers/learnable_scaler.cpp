@@ -53,7 +53,7 @@ std::string LearnableScaler2d::describe() const {
 
 void LearnableScaler2d::check_input(const Shape& input_shape) const {
   check(input_shape.size() == 4, describe(), ": input must be (B, C, H, W), got shape ",
-        shape_str(input_shape));
+        input_shape);
   check_channels(describe(), input_shape, 1, num_channels_);
 }
 

@@ -149,7 +149,7 @@ void Module::load_state_dict(const StateDict& state, bool strict) {
     const Tensor& v = it->second;
     check(v.defined() && v.shape() == p.tensor.shape(), type_name_, ".load_state_dict: entry '",
           p.name, "' has shape ", v.defined() ? shape_str(v.shape()) : "undefined", ", expected ",
-          shape_str(p.tensor.shape()));
+          p.tensor.shape());
   }
   if (strict) {
     for (const auto& [name, v] : state) {

@@ -8,8 +8,8 @@ namespace vg::nn {
 PatchProjection::PatchProjection(int64_t in_chans, int64_t embed_dim, int64_t p, Rng& rng)
     : Module("PatchProjection") {
   const int64_t fan_in = in_chans * p * p;
-  weight_ = register_parameter("weight",
-                               conv_default_uniform({embed_dim, in_chans, p, p}, fan_in, rng));
+  weight_ =
+      register_parameter("weight", conv_default_uniform({embed_dim, in_chans, p, p}, fan_in, rng));
   bias_ = register_parameter("bias", conv_default_uniform({embed_dim}, fan_in, rng),
                              {.no_weight_decay = true});
 }
@@ -39,8 +39,7 @@ std::string PatchEmbed::describe() const {
 
 void PatchEmbed::check_input(const Shape& s) const {
   check(s.size() == 4 && s[1] == img_size_ && s[2] == img_size_ && s[3] == in_chans_, describe(),
-        ": images must be (B, ", img_size_, ", ", img_size_, ", ", in_chans_, "), got ",
-        shape_str(s));
+        ": images must be (B, ", img_size_, ", ", img_size_, ", ", in_chans_, "), got ", s);
 }
 
 Tensor PatchEmbed::forward(const Tensor& images) {

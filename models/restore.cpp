@@ -39,7 +39,7 @@ void check_weights(const nn::StateDict& saved, const ViT& model, const std::stri
     check(it != saved.end(), source, ": ", section, " entry '", p.name, "' is missing");
     const Tensor& v = it->second;
     check(v.shape() == p.tensor.shape(), source, ": ", section, " entry '", p.name, "' has shape ",
-          shape_str(v.shape()), ", the model's is ", shape_str(p.tensor.shape()));
+          v.shape(), ", the model's is ", p.tensor.shape());
     check(v.dtype() == p.tensor.dtype(), source, ": ", section, " entry '", p.name, "' is ",
           dtype_name(v.dtype()), ", the model's is ", dtype_name(p.tensor.dtype()));
   }

@@ -41,14 +41,13 @@ void accumulate(Tensor& acc, const Tensor& g) {
 // lacks, axes where it has 1), with the kernel and summation order of the op `sum`.
 Tensor sum_broadcast_axes(const Tensor& g, const Shape& shape, const Node& node) {
   const int64_t extra = g.dim() - static_cast<int64_t>(shape.size());
-  check(extra >= 0, "backward of ", node.op, ": gradient of shape ", shape_str(g.shape()),
-        " has fewer axes than input shape ", shape_str(shape));
+  check(extra >= 0, "backward of ", node.op, ": gradient of shape ", g.shape(),
+        " has fewer axes than input shape ", shape);
   std::vector<bool> reduced(g.dim(), false);
   for (int64_t i = 0; i < g.dim(); ++i) {
     const int64_t want = i < extra ? 1 : shape[i - extra];
     check(i < extra || want == g.shape()[i] || want == 1, "backward of ", node.op,
-          ": gradient of shape ", shape_str(g.shape()), " does not fit input shape ",
-          shape_str(shape));
+          ": gradient of shape ", g.shape(), " does not fit input shape ", shape);
     reduced[i] = i < extra || (want == 1 && g.shape()[i] != 1);
   }
   Tensor out = Tensor::empty(shape, g.dtype());
@@ -138,8 +137,8 @@ Node::~Node() {
 
 void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
   check(root.defined() && gradient.defined(), "backward: undefined tensor or gradient");
-  check(gradient.shape() == root.shape(), "backward: gradient shape ", shape_str(gradient.shape()),
-        " does not match tensor shape ", shape_str(root.shape()));
+  check(gradient.shape() == root.shape(), "backward: gradient shape ", gradient.shape(),
+        " does not match tensor shape ", root.shape());
   NoGradGuard no_grad;  // first-order only: backward records nothing
   const Tensor grad0 = gradient.dtype() == root.dtype() ? gradient : gradient.to(root.dtype());
   if (!root.grad_fn()) {
@@ -294,7 +293,7 @@ void check_finite(const Tensor& t, const char* op, const std::string& module,
 
 // Tensor::backward (declared in core/tensor.h) starts the pass above.
 void Tensor::backward(bool retain_graph) const {
-  check(numel() == 1, "backward: the tensor has shape ", shape_str(shape()),
+  check(numel() == 1, "backward: the tensor has shape ", shape(),
         "; a non-scalar needs an explicit gradient: backward(gradient)");
   run_backward(*this, full(shape(), 1.0, dtype()), retain_graph);
 }

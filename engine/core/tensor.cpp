@@ -14,7 +14,7 @@ namespace vg {
 int64_t shape_numel(const Shape& shape) {
   int64_t n = 1;
   for (int64_t d : shape) {
-    check(d >= 0, "negative size in shape ", shape_str(shape));
+    check(d >= 0, "negative size in shape ", shape);
     n *= d;
   }
   return n;
@@ -34,36 +34,55 @@ static TensorImpl& need(const std::shared_ptr<TensorImpl>& impl) {
   return *impl;
 }
 
-const Shape& Tensor::shape() const { return need(impl_).shape; }
-int64_t Tensor::numel() const { return need(impl_).numel; }
-DType Tensor::dtype() const { return need(impl_).dtype; }
-void* Tensor::raw_data() const { return need(impl_).storage->data(); }
+const Shape& Tensor::shape() const {
+  return need(impl_).shape;
+}
+int64_t Tensor::numel() const {
+  return need(impl_).numel;
+}
+DType Tensor::dtype() const {
+  return need(impl_).dtype;
+}
+void* Tensor::raw_data() const {
+  return need(impl_).storage->data();
+}
 
 int64_t Tensor::size(int64_t axis) const {
   const int64_t d = dim();
-  check(axis >= -d && axis < d, "axis ", axis, " out of range for shape ", shape_str(shape()));
+  check(axis >= -d && axis < d, "axis ", axis, " out of range for shape ", shape());
   return shape()[axis < 0 ? axis + d : axis];
 }
 
-bool Tensor::requires_grad() const { return impl_ && impl_->requires_grad; }
+bool Tensor::requires_grad() const {
+  return impl_ && impl_->requires_grad;
+}
 
 Tensor& Tensor::set_requires_grad(bool on) {
-  check(is_leaf(), "set_requires_grad: only a leaf tensor (not the result of an op) can be "
-                   "marked; use detach() first");
+  check(is_leaf(),
+        "set_requires_grad: only a leaf tensor (not the result of an op) can be "
+        "marked; use detach() first");
   impl_->requires_grad = on;
   return *this;
 }
 
-bool Tensor::is_leaf() const { return need(impl_).grad_fn == nullptr; }
-Tensor Tensor::grad() const { return need(impl_).grad; }
+bool Tensor::is_leaf() const {
+  return need(impl_).grad_fn == nullptr;
+}
+Tensor Tensor::grad() const {
+  return need(impl_).grad;
+}
 void Tensor::set_grad(const Tensor& g) {
   if (g.defined())
-    check(g.shape() == shape(), "set_grad: gradient shape ", shape_str(g.shape()),
-          " does not match tensor shape ", shape_str(shape()));
+    check(g.shape() == shape(), "set_grad: gradient shape ", g.shape(),
+          " does not match tensor shape ", shape());
   need(impl_).grad = g;
 }
-void Tensor::zero_grad() { need(impl_).grad = Tensor(); }
-const std::shared_ptr<Node>& Tensor::grad_fn() const { return need(impl_).grad_fn; }
+void Tensor::zero_grad() {
+  need(impl_).grad = Tensor();
+}
+const std::shared_ptr<Node>& Tensor::grad_fn() const {
+  return need(impl_).grad_fn;
+}
 
 Tensor Tensor::detach() const {
   auto impl = std::make_shared<TensorImpl>();
@@ -75,14 +94,12 @@ Tensor Tensor::detach() const {
   return Tensor(std::move(impl));
 }
 
-
 static int64_t flat_index(const Tensor& t, std::initializer_list<int64_t> index) {
   const Shape& s = t.shape();
-  check(index.size() == s.size(), "at: ", index.size(), " indices for shape ", shape_str(s));
+  check(index.size() == s.size(), "at: ", index.size(), " indices for shape ", s);
   int64_t flat = 0, axis = 0;
   for (int64_t i : index) {
-    check(i >= 0 && i < s[axis], "at: index ", i, " out of range for axis ", axis, " of shape ",
-          shape_str(s));
+    check(i >= 0 && i < s[axis], "at: index ", i, " out of range for axis ", axis, " of shape ", s);
     flat = flat * s[axis++] + i;
   }
   return flat;
@@ -99,7 +116,7 @@ void Tensor::set_at(std::initializer_list<int64_t> index, double value) {
 }
 
 double Tensor::item() const {
-  check(numel() == 1, "item: the tensor has shape ", shape_str(shape()), ", not one element");
+  check(numel() == 1, "item: the tensor has shape ", shape(), ", not one element");
   return dispatch(dtype(), [&](auto z) { return double(data<decltype(z)>()[0]); });
 }
 
@@ -126,9 +143,13 @@ std::string Tensor::str(int64_t max_values) const {
   return out.str();
 }
 
-std::ostream& operator<<(std::ostream& out, const Tensor& t) { return out << t.str(); }
+std::ostream& operator<<(std::ostream& out, const Tensor& t) {
+  return out << t.str();
+}
 
-const std::string& Tensor::name() const { return need(impl_).name; }
+const std::string& Tensor::name() const {
+  return need(impl_).name;
+}
 Tensor& Tensor::set_name(const std::string& name) {
   need(impl_).name = name;
   return *this;
@@ -149,9 +170,15 @@ Tensor full(const Shape& shape, double value, DType dtype) {
   return t;
 }
 
-Tensor zeros(const Shape& shape, DType dtype) { return full(shape, 0.0, dtype); }
-Tensor ones(const Shape& shape, DType dtype) { return full(shape, 1.0, dtype); }
-Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), t.dtype()); }
+Tensor zeros(const Shape& shape, DType dtype) {
+  return full(shape, 0.0, dtype);
+}
+Tensor ones(const Shape& shape, DType dtype) {
+  return full(shape, 1.0, dtype);
+}
+Tensor zeros_like(const Tensor& t) {
+  return zeros(t.shape(), t.dtype());
+}
 
 Tensor arange(double start, double stop, double step, DType dtype) {
   check(step != 0, "arange: step must not be 0");
@@ -165,12 +192,14 @@ Tensor arange(double start, double stop, double step, DType dtype) {
   return t;
 }
 
-Tensor arange(int64_t n, DType dtype) { return arange(0.0, double(n), 1.0, dtype); }
+Tensor arange(int64_t n, DType dtype) {
+  return arange(0.0, double(n), 1.0, dtype);
+}
 
 template <class T>
 static Tensor from_values(const std::vector<T>& values, const Shape& shape, DType dtype) {
   check(int64_t(values.size()) == shape_numel(shape), "from_vector: ", values.size(),
-        " values do not fill shape ", shape_str(shape));
+        " values do not fill shape ", shape);
   Tensor t = Tensor::empty(shape, dtype);
   dispatch(dtype, [&](auto z) {
     using D = decltype(z);
@@ -215,10 +244,10 @@ Tensor trunc_normal(const Shape& shape, Rng& rng, double mean, double std, doubl
   check(a < b, "trunc_normal: empty interval [", a, ", ", b, "]");
   check(std > 0, "trunc_normal: std must be positive, got ", std);
   // Rejection sampling needs the interval to hold a fair share of the mass.
-  const double mass = 0.5 * (std::erfc((a - mean) / (std * M_SQRT2)) -
-                             std::erfc((b - mean) / (std * M_SQRT2)));
-  check(mass > 1e-3, "trunc_normal: [", a, ", ", b, "] holds only ", mass,
-        " of N(", mean, ", ", std, "^2)");
+  const double mass =
+      0.5 * (std::erfc((a - mean) / (std * M_SQRT2)) - std::erfc((b - mean) / (std * M_SQRT2)));
+  check(mass > 1e-3, "trunc_normal: [", a, ", ", b, "] holds only ", mass, " of N(", mean, ", ",
+        std, "^2)");
   return draw(shape, dtype, [&] {
     for (;;) {
       const double x = rng.normal(mean, std);

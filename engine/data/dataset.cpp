@@ -84,7 +84,7 @@ int32_t TensorDataset::item(int64_t index, float* pixels) const {
 Tensor normalise_pixels(const std::vector<uint8_t>& pixels, const Shape& shape,
                         const Normalisation& norm) {
   check(shape.size() == 4 && static_cast<int64_t>(pixels.size()) == shape_numel(shape),
-        "normalise_pixels: ", pixels.size(), " bytes for shape ", shape_str(shape));
+        "normalise_pixels: ", pixels.size(), " bytes for shape ", shape);
   const int64_t channels = shape[3];
   norm.validate(channels, "normalise_pixels");
   // One value per byte and channel: the same bits wherever a byte appears.

@@ -1,9 +1,9 @@
 #include "engine/io/json_tensor.h"
 
 #include <bit>
-#include <cstring>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 
 #include "engine/io/base64.h"
@@ -95,7 +95,7 @@ namespace {
 void read_numbers(const json& data, Tensor& t, const std::string& what) {
   check(data.is_array(), what, ": data must be an array, got ", data.type_name());
   check(static_cast<int64_t>(data.size()) == t.numel(), what, ": data has ", data.size(),
-        " values, shape ", shape_str(t.shape()), " needs ", t.numel());
+        " values, shape ", t.shape(), " needs ", t.numel());
   dispatch(t.dtype(), [&](auto z) {
     using T = decltype(z);
     T* p = t.data<T>();
@@ -131,8 +131,8 @@ void read_bytes(const std::vector<uint8_t>& bytes, Tensor& t, const std::string&
     const T* p = t.data<T>();
     for (int64_t i = 0; i < t.numel(); ++i)
       if (!std::isfinite(p[i]))
-        throw Error(cat_str(what, ": value ", i, " is ", p[i], ", not a finite ",
-                            dtype_name(t.dtype())));
+        throw Error(
+            cat_str(what, ": value ", i, " is ", p[i], ", not a finite ", dtype_name(t.dtype())));
   });
 }
 
@@ -168,7 +168,7 @@ Tensor tensor_from_json(const json& j, const std::string& what) {
   // The values must all be there before a tensor of the claimed size is made.
   if (!encoded) {
     check(!j["data"].is_array() || static_cast<int64_t>(j["data"].size()) == numel, what,
-          ": data has ", j["data"].size(), " values, shape ", shape_str(shape), " needs ", numel);
+          ": data has ", j["data"].size(), " values, shape ", shape, " needs ", numel);
     Tensor t = Tensor::empty(shape, dtype);
     read_numbers(j["data"], t, what);
     return t;
@@ -176,8 +176,8 @@ Tensor tensor_from_json(const json& j, const std::string& what) {
   std::vector<uint8_t> decoded;
   const std::vector<uint8_t>& bytes = encoded_bytes(j["base64"], decoded, what);
   const auto want = static_cast<size_t>(numel) * dtype_size(dtype);
-  check(bytes.size() == want, what, ": base64 holds ", bytes.size(), " bytes, shape ",
-        shape_str(shape), " of ", dtype_name(dtype), " needs ", want);
+  check(bytes.size() == want, what, ": base64 holds ", bytes.size(), " bytes, shape ", shape,
+        " of ", dtype_name(dtype), " needs ", want);
   Tensor t = Tensor::empty(shape, dtype);
   read_bytes(bytes, t, what);
   return t;

@@ -6,10 +6,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "engine/io/checkpoint.h"
 #include "engine/io/json_tensor.h"
@@ -30,7 +29,7 @@ struct DTypeInfo {
   size_t bytes;
 };
 constexpr DTypeInfo kReadable[] = {{"F32", 4}, {"F64", 8}, {"F16", 2}, {"BF16", 2}};
-constexpr const char* kOtherKnown[] = {"BOOL", "U8",  "I8",  "U16", "I16",     "U32",
+constexpr const char* kOtherKnown[] = {"BOOL", "U8",  "I8",  "U16",     "I16",    "U32",
                                        "I32",  "U64", "I64", "F8_E4M3", "F8_E5M2"};
 
 // IEEE half to float: exact (every half is a float).
@@ -64,8 +63,8 @@ Entry read_entry(const std::string& name, const json& j, uint64_t data_bytes,
                  const std::string& where) {
   check(j.is_object(), where, "is not an object");
   for (const auto& [key, value] : j.items())
-    check(key == "dtype" || key == "shape" || key == "data_offsets", where, "unexpected key '",
-          key, "'");
+    check(key == "dtype" || key == "shape" || key == "data_offsets", where, "unexpected key '", key,
+          "'");
   for (const char* key : {"dtype", "shape", "data_offsets"})
     check(j.contains(key), where, "'", key, "' is missing");
   Entry e;
@@ -84,8 +83,8 @@ Entry read_entry(const std::string& name, const json& j, uint64_t data_bytes,
   check(shape.is_array(), where, "'shape' is not an array");
   uint64_t numel = 1;
   for (const json& d : shape) {
-    check(d.is_number_unsigned() && d.get<uint64_t>() < (uint64_t(1) << 40), where,
-          "'shape' ", shape.dump(), " must hold integers >= 0");
+    check(d.is_number_unsigned() && d.get<uint64_t>() < (uint64_t(1) << 40), where, "'shape' ",
+          shape.dump(), " must hold integers >= 0");
     e.shape.push_back(d.get<int64_t>());
     numel *= d.get<uint64_t>();
     check(numel < (uint64_t(1) << 40), where, "shape ", shape.dump(), " is too large");
@@ -99,7 +98,7 @@ Entry read_entry(const std::string& name, const json& j, uint64_t data_bytes,
   check(e.begin <= e.end && e.end <= data_bytes, where, "data_offsets [", e.begin, ",", e.end,
         "] lie outside the ", data_bytes, " bytes of data");
   check(e.end - e.begin == numel * e.element_bytes, where, "data_offsets [", e.begin, ",", e.end,
-        "] hold ", e.end - e.begin, " bytes, shape ", shape_str(e.shape), " ", e.dtype, " needs ",
+        "] hold ", e.end - e.begin, " bytes, shape ", e.shape, " ", e.dtype, " needs ",
         numel * e.element_bytes);
   return e;
 }

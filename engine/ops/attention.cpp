@@ -78,8 +78,8 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
       for_each_head(s, [&](int64_t h0, int64_t h1) {
         for (int64_t h = h0; h < h1; ++h)
           kernels::attention_head_forward<T>({qp + h * s.Tq * s.D, s.D}, {kp + h * s.Tk * s.D, s.D},
-                                    {vp + h * s.Tk * s.D, s.D}, pp + h * s.Tq * s.Tk,
-                                    {op + h * s.Tq * s.D, s.D}, s.Tq, s.Tk, s.D, scale);
+                                             {vp + h * s.Tk * s.D, s.D}, pp + h * s.Tq * s.Tk,
+                                             {op + h * s.Tq * s.D, s.D}, s.Tq, s.Tk, s.D, scale);
       });
     });
   } else {
@@ -135,8 +135,8 @@ Tensor qkv_attention(const Tensor& qkv, int64_t num_heads) {
   check(qkv.defined(), "qkv_attention: undefined input");
   check(qkv.dim() == 3 && num_heads > 0 && qkv.size(2) % (3 * num_heads) == 0,
         "qkv_attention: qkv must be (B, T, 3 * heads * D) with ", num_heads, " heads, got ",
-        shape_str(qkv.shape()));
-  check(qkv.size(1) > 0, "qkv_attention: no tokens to attend to, shape ", shape_str(qkv.shape()));
+        qkv.shape());
+  check(qkv.size(1) > 0, "qkv_attention: no tokens to attend to, shape ", qkv.shape());
   const int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3, H = num_heads;
   const AttentionShape s{B * H, T, T, C / H};
   const double scale = 1.0 / std::sqrt(double(s.D));
@@ -158,7 +158,7 @@ Tensor qkv_attention(const Tensor& qkv, int64_t num_heads) {
             for (int part = 0; part < 3; ++part)
               kernels::prefetch_rows(x + q_at(h + 1) + part * C, ld, T, s.D);
           kernels::attention_head_forward<T_>({q, ld}, {q + C, ld}, {q + 2 * C, ld}, pp + h * T * T,
-                                     {op + o_at(h), C}, s.Tq, s.Tk, s.D, scale);
+                                              {op + o_at(h), C}, s.Tq, s.Tk, s.D, scale);
         }
       });
     });
@@ -186,9 +186,9 @@ Tensor qkv_attention(const Tensor& qkv, int64_t num_heads) {
             kernels::prefetch_rows(gp + o_at(h + 1), C, T, s.D);
             kernels::prefetch_rows(pp + (h + 1) * T * T, T, T, T);
           }
-          kernels::attention_head_backward<T_>({q, ld}, {q + C, ld}, {q + 2 * C, ld}, pp + h * T * T,
-                                      {gp + o_at(h), C}, {dq, ld}, {dq + C, ld}, {dq + 2 * C, ld},
-                                      ds.data(), s.Tq, s.Tk, s.D, scale);
+          kernels::attention_head_backward<T_>(
+              {q, ld}, {q + C, ld}, {q + 2 * C, ld}, pp + h * T * T, {gp + o_at(h), C}, {dq, ld},
+              {dq + C, ld}, {dq + 2 * C, ld}, ds.data(), s.Tq, s.Tk, s.D, scale);
         }
       });
     });

@@ -51,8 +51,7 @@ Tensor feature_decay_loss(const Tensor& x, double threshold) {
 Tensor attention_peak_loss(const Tensor& probs, double min_peak) {
   check(probs.defined(), "attention_peak_loss: undefined input");
   check(probs.dim() >= 1 && probs.size(-1) > 0,
-        "attention_peak_loss: probabilities need a non-empty last axis, got shape ",
-        shape_str(probs.shape()));
+        "attention_peak_loss: probabilities need a non-empty last axis, got shape ", probs.shape());
   check(std::isfinite(min_peak), "attention_peak_loss: min_peak must be finite, got ", min_peak);
   const int64_t T = probs.size(-1), rows = probs.numel() / T;
   std::vector<int64_t> bad_at(rows);  // flat index of the maximum of each row below the peak

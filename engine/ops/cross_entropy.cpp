@@ -13,10 +13,9 @@ namespace {
 
 void check_logits(const Tensor& logits) {
   check(logits.defined(), "cross_entropy: undefined logits");
-  check(logits.dim() == 2, "cross_entropy: logits must be (B, K), got shape ",
-        shape_str(logits.shape()));
+  check(logits.dim() == 2, "cross_entropy: logits must be (B, K), got shape ", logits.shape());
   check(logits.size(0) > 0 && logits.size(1) > 0, "cross_entropy: empty logits of shape ",
-        shape_str(logits.shape()));
+        logits.shape());
 }
 
 // Sums per-row losses in row order (deterministic) and divides by the batch size.
@@ -34,7 +33,7 @@ Tensor cross_entropy(const Tensor& logits, const std::vector<int32_t>& labels,
   check_logits(logits);
   const int64_t B = logits.size(0), K = logits.size(1);
   check(int64_t(labels.size()) == B, "cross_entropy: ", labels.size(), " labels for a batch of ", B,
-        " (logits shape ", shape_str(logits.shape()), ")");
+        " (logits shape ", logits.shape(), ")");
   for (int64_t b = 0; b < B; ++b) {
     if (labels[b] < 0 || labels[b] >= K)
       throw Error(cat_str("cross_entropy: label ", labels[b], " at batch index ", b,
@@ -74,7 +73,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
   const int64_t B = logits.size(0), K = logits.size(1);
   check(targets.defined() && targets.shape() == logits.shape(), "cross_entropy: targets of shape ",
         targets.defined() ? shape_str(targets.shape()) : "undefined",
-        " do not match logits of shape ", shape_str(logits.shape()));
+        " do not match logits of shape ", logits.shape());
   check(targets.dtype() == logits.dtype(), "cross_entropy: targets are ",
         dtype_name(targets.dtype()), ", logits are ", dtype_name(logits.dtype()));
   auto lse = std::make_shared<std::vector<double>>(B);

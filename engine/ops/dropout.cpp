@@ -10,8 +10,7 @@ namespace vg {
 
 Tensor dropout(const Tensor& x, double p, Rng& rng, bool training) {
   check(x.defined(), "dropout: undefined input");
-  check(p >= 0 && p < 1, "dropout: p must be in [0, 1), got ", p, " (input shape ",
-        shape_str(x.shape()), ")");
+  check(p >= 0 && p < 1, "dropout: p must be in [0, 1), got ", p, " (input shape ", x.shape(), ")");
   if (!training || p == 0) return x;
   // Saved for backward: the mask as scale values (0 or 1/(1-p)), so dx = dy * mask.
   Tensor mask = Tensor::empty(x.shape(), x.dtype());

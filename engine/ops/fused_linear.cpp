@@ -113,8 +113,8 @@ Tensor scale_grad(const Tensor& w, const Tensor& G, const Tensor& b, const Tenso
 void check_out_scale(const char* op, const Tensor& s, const detail::LinearPlan& p,
                      const Tensor& w) {
   if (!s.defined()) return;
-  check(s.dim() == 1 && s.size(0) == p.out_features, op, ": out_scale has shape ",
-        [&] { return shape_str(s.shape()); }, ", expected [", p.out_features, "]");
+  check(s.dim() == 1 && s.size(0) == p.out_features, op, ": out_scale has shape ", s.shape(),
+        ", expected [", p.out_features, "]");
   check(s.dtype() == w.dtype(), op, ": out_scale is ", dtype_name(s.dtype()), ", weight is ",
         dtype_name(w.dtype()));
 }

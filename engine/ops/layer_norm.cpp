@@ -19,8 +19,8 @@ bool needs_grad(const Tensor& t) {
 
 void check_layer_norm_param(const Tensor& p, const char* what, const Tensor& x, int64_t C) {
   if (!p.defined()) return;
-  check(p.dim() == 1 && p.size(0) == C, "layer_norm: ", what, " has shape ", shape_str(p.shape()),
-        ", expected [", C, "] (input shape ", shape_str(x.shape()), ")");
+  check(p.dim() == 1 && p.size(0) == C, "layer_norm: ", what, " has shape ", p.shape(),
+        ", expected [", C, "] (input shape ", x.shape(), ")");
   check(p.dtype() == x.dtype(), "layer_norm: ", what, " is ", dtype_name(p.dtype()), ", input is ",
         dtype_name(x.dtype()));
 }
@@ -41,13 +41,12 @@ namespace detail {
 Tensor layer_norm_values(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
                          std::vector<double>& stats) {
   check(x.defined(), "layer_norm: undefined input");
-  check(x.dim() >= 1, "layer_norm: input needs at least one axis, got shape ",
-        shape_str(x.shape()));
+  check(x.dim() >= 1, "layer_norm: input needs at least one axis, got shape ", x.shape());
   const int64_t C = x.size(-1), rows = C > 0 ? x.numel() / C : 0;
   check_layer_norm_param(weight, "weight", x, C);
   check_layer_norm_param(bias, "bias", x, C);
   check(eps >= 0 && std::isfinite(eps), "layer_norm: eps must be finite and >= 0, got ", eps);
-  check(C > 0, "layer_norm: last axis is empty (input shape ", shape_str(x.shape()), ")");
+  check(C > 0, "layer_norm: last axis is empty (input shape ", x.shape(), ")");
   Tensor y = Tensor::empty(x.shape(), x.dtype());
   stats.resize(2 * rows);
   dispatch(x.dtype(), [&](auto z) {

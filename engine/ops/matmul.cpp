@@ -189,11 +189,11 @@ LinearPlan plan_linear(const char* op, const char* input, const Tensor& x, const
         x.dim() >= 1 ? x.size(-1) : 0, ", expected in=", p.in_features, " (", operands, ")");
   check(!has_bias || (bias.dim() == 1 && bias.size(0) == p.out_features), op,
         ": bias must be (out)=[", p.out_features, "] (", operands, ")");
-  check(x.dtype() == weight.dtype() && (!has_bias || bias.dtype() == x.dtype()), op, ": ", input,
-        ", weight and bias must share a dtype (", input, " ", dtype_name(x.dtype()), ", weight ",
-        dtype_name(weight.dtype()),
-        [&] { return has_bias ? cat_str(", bias ", dtype_name(bias.dtype())) : std::string(); },
-        ")");
+  check(
+      x.dtype() == weight.dtype() && (!has_bias || bias.dtype() == x.dtype()), op, ": ", input,
+      ", weight and bias must share a dtype (", input, " ", dtype_name(x.dtype()), ", weight ",
+      dtype_name(weight.dtype()),
+      [&] { return has_bias ? cat_str(", bias ", dtype_name(bias.dtype())) : std::string(); }, ")");
   p.rows = shape_numel(Shape(x.shape().begin(), x.shape().end() - 1));
   check(p.rows < INT_MAX && p.in_features < INT_MAX && p.out_features < INT_MAX, op,
         ": sizes exceed the BLAS int range (", operands, ")");
@@ -267,7 +267,7 @@ Tensor weight_product(const Tensor& dy, const Tensor& a, Tensor* col) {
 }
 
 Tensor weight_product(const Tensor& dy, const Bf16Rows& a, Tensor* col) {
-  check(dy.dtype() == DType::f32 && a.rows == dy.size(0), "linear: dy ", shape_str(dy.shape()),
+  check(dy.dtype() == DType::f32 && a.rows == dy.size(0), "linear: dy ", dy.shape(),
         " does not match the kept input's ", a.rows, " rows");
   Tensor sums;  // the products take them with dY's packing, wanted or not
   return product_and_column_sums(dy, a.cols, col ? *col : sums, [&](Tensor& product, Tensor& s) {

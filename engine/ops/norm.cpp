@@ -25,8 +25,8 @@ bool needs_grad(const Tensor& t) {
 // A per-channel operand (scale, shift, gamma, beta) must be exactly (C) and of x's dtype.
 void check_channel_param(const char* op, const char* what, const Tensor& p, const Tensor& x) {
   const int64_t C = x.size(-1);
-  check(p.dim() == 1 && p.size(0) == C, op, ": ", what, " has shape ", shape_str(p.shape()),
-        ", expected [", C, "] for input shape ", shape_str(x.shape()));
+  check(p.dim() == 1 && p.size(0) == C, op, ": ", what, " has shape ", p.shape(), ", expected [", C,
+        "] for input shape ", x.shape());
   check(p.dtype() == x.dtype(), op, ": ", what, " is ", dtype_name(p.dtype()), " but the input is ",
         dtype_name(x.dtype()), "; convert one with .to()");
 }
@@ -40,8 +40,7 @@ namespace detail {
 
 Tensor channel_affine_values(const Tensor& x, const Tensor& scale, const Tensor& shift) {
   check(x.defined() && scale.defined(), "channel_affine: undefined input or scale");
-  check(x.dim() >= 1, "channel_affine: input must have a channel axis, got shape ",
-        shape_str(x.shape()));
+  check(x.dim() >= 1, "channel_affine: input must have a channel axis, got shape ", x.shape());
   check_channel_param("channel_affine", "scale", scale, x);
   const bool has_shift = shift.defined();
   if (has_shift) check_channel_param("channel_affine", "shift", shift, x);
@@ -67,10 +66,10 @@ std::vector<Tensor> channel_affine_grads(const Tensor& xs, const Tensor& ss, con
   Tensor gshift = need_shift ? Tensor::empty({C}, g.dtype()) : Tensor();
   dispatch(g.dtype(), [&](auto z) {
     using T = decltype(z);
-    kernels::channel_affine_backward_rows(
-        g.data<T>(), need_scale ? xs.data<T>() : nullptr, ss.data<T>(),
-        need_x ? gx.data<T>() : nullptr, need_scale ? gscale.data<T>() : nullptr,
-        need_shift ? gshift.data<T>() : nullptr, rows, C);
+    kernels::channel_affine_backward_rows(g.data<T>(), need_scale ? xs.data<T>() : nullptr,
+                                          ss.data<T>(), need_x ? gx.data<T>() : nullptr,
+                                          need_scale ? gscale.data<T>() : nullptr,
+                                          need_shift ? gshift.data<T>() : nullptr, rows, C);
   });
   return std::vector<Tensor>{gx, gscale, gshift};
 }
@@ -109,7 +108,7 @@ GrnDims grn_dims(const Tensor& x, const Tensor& gamma, const Tensor& beta) {
   check(x.dim() >= 3,
         "global_response_norm: input must be (B, spatial..., C) with at least "
         "one spatial axis, got shape ",
-        shape_str(x.shape()));
+        x.shape());
   check_channel_param("global_response_norm", "gamma", gamma, x);
   check_channel_param("global_response_norm", "beta", beta, x);
   const int64_t B = x.size(0), C = x.size(-1);

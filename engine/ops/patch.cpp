@@ -11,7 +11,7 @@ Tensor patchify(const Tensor& images, int64_t p) {
         images.defined() ? shape_str(images.shape()) : "undefined");
   const Shape& s = images.shape();
   check(p > 0 && s[1] % p == 0 && s[2] % p == 0, "patchify: image size ", s[1], "x", s[2],
-        " is not divisible by the patch size ", p, " (images ", shape_str(s), ")");
+        " is not divisible by the patch size ", p, " (images ", s, ")");
   const kernels::PatchGeometry g{s[0], s[1], s[2], s[3], p};
   Tensor out = Tensor::empty({g.batch, g.rows() * g.cols(), g.patch_len()}, images.dtype());
   dispatch(images.dtype(), [&](auto z) {

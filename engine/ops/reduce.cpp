@@ -28,8 +28,7 @@ ReducePlan plan_reduce(const char* op, const Tensor& a, const Axes& axes, bool k
   ReducePlan p;
   p.reduced.assign(rank, axes.empty());
   for (int64_t ax : axes) {
-    check(ax >= -rank && ax < rank, op, ": axis ", ax, " out of range for shape ",
-          shape_str(a.shape()));
+    check(ax >= -rank && ax < rank, op, ": axis ", ax, " out of range for shape ", a.shape());
     const int64_t k = ax < 0 ? ax + rank : ax;
     check(!p.reduced[k], op, ": axis ", ax, " given twice");
     p.reduced[k] = true;
@@ -93,7 +92,7 @@ Tensor sum(const Tensor& a, const Axes& axes, bool keepdim) {
 Tensor mean(const Tensor& a, const Axes& axes, bool keepdim) {
   check(a.defined(), "mean: undefined tensor");
   const ReducePlan p = plan_reduce("mean", a, axes, keepdim);
-  check(p.count > 0, "mean: no elements to average over in shape ", shape_str(a.shape()));
+  check(p.count > 0, "mean: no elements to average over in shape ", a.shape());
   return mul(sum(a, axes, keepdim), 1.0 / double(p.count));
 }
 
@@ -106,7 +105,7 @@ Tensor var(const Tensor& a, const Axes& axes, bool keepdim) {
 Tensor max(const Tensor& a, const Axes& axes, bool keepdim) {
   check(a.defined(), "max: undefined tensor");
   const ReducePlan p = plan_reduce("max", a, axes, keepdim);
-  check(p.count > 0, "max: no elements to take the maximum of in shape ", shape_str(a.shape()));
+  check(p.count > 0, "max: no elements to take the maximum of in shape ", a.shape());
   Span3 s;
   Tensor src = a;
   const bool adjacent = as_span3(a.shape(), p.reduced, s);
@@ -143,8 +142,7 @@ Tensor max(const Tensor& a, const Axes& axes, bool keepdim) {
 Tensor sum_to_shape(const Tensor& a, const Shape& shape) {
   if (a.shape() == shape) return a;
   const int64_t extra = a.dim() - static_cast<int64_t>(shape.size());
-  check(extra >= 0, "sum_to_shape: cannot sum ", shape_str(a.shape()), " to the larger rank ",
-        shape_str(shape));
+  check(extra >= 0, "sum_to_shape: cannot sum ", a.shape(), " to the larger rank ", shape);
   Axes axes;
   for (int64_t i = 0; i < a.dim(); ++i) {
     if (i < extra) {
@@ -152,8 +150,8 @@ Tensor sum_to_shape(const Tensor& a, const Shape& shape) {
       continue;
     }
     const int64_t want = shape[i - extra];
-    check(want == a.shape()[i] || want == 1, "sum_to_shape: ", shape_str(a.shape()),
-          " does not broadcast from ", shape_str(shape));
+    check(want == a.shape()[i] || want == 1, "sum_to_shape: ", a.shape(),
+          " does not broadcast from ", shape);
     if (want == 1 && a.shape()[i] != 1) axes.push_back(i);
   }
   if (axes.empty()) return a.reshape(shape);

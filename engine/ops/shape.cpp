@@ -32,7 +32,7 @@ void split_at(const Shape& s, int64_t axis, int64_t& outer, int64_t& inner) {
 Tensor permute(const Tensor& a, const Axes& order_in) {
   const int64_t rank = a.dim();
   check(static_cast<int64_t>(order_in.size()) == rank, "permute: order of ", order_in.size(),
-        " axes for shape ", shape_str(a.shape()));
+        " axes for shape ", a.shape());
   Axes order(rank);
   std::vector<bool> seen(rank, false);
   for (int64_t i = 0; i < rank; ++i) {
@@ -68,8 +68,7 @@ Tensor slice(const Tensor& a, int64_t axis_in, int64_t start, int64_t stop) {
   const int64_t axis = normalize_axis("slice", axis_in, a.dim());
   const int64_t n = a.shape()[axis];
   check(0 <= start && start <= stop && stop <= n, "slice: range [", start, ", ", stop,
-        ") out of bounds for axis ", axis_in, " of size ", n, " (shape ", shape_str(a.shape()),
-        ")");
+        ") out of bounds for axis ", axis_in, " of size ", n, " (shape ", a.shape(), ")");
   Shape out_shape = a.shape();
   out_shape[axis] = stop - start;
   Tensor out = Tensor::empty(out_shape, a.dtype());
@@ -90,7 +89,7 @@ Tensor select(const Tensor& a, int64_t axis_in, int64_t index) {
   const int64_t axis = normalize_axis("select", axis_in, a.dim());
   const int64_t n = a.shape()[axis];
   check(index >= -n && index < n, "select: index ", index, " out of range for axis ", axis_in,
-        " of size ", n, " (shape ", shape_str(a.shape()), ")");
+        " of size ", n, " (shape ", a.shape(), ")");
   if (index < 0) index += n;
   Shape out_shape = a.shape();
   out_shape.erase(out_shape.begin() + axis);
@@ -107,8 +106,7 @@ Tensor cat(const std::vector<Tensor>& parts, int64_t axis_in) {
     check(p.dtype() == parts[0].dtype(), "cat: mixed dtypes");
     bool same = p.dim() == static_cast<int64_t>(first.size());
     for (int64_t i = 0; same && i < p.dim(); ++i) same = i == axis || p.shape()[i] == first[i];
-    check(same, "cat: shape ", shape_str(p.shape()), " does not match ", shape_str(first),
-          " outside axis ", axis_in);
+    check(same, "cat: shape ", p.shape(), " does not match ", first, " outside axis ", axis_in);
     out_shape[axis] += p.shape()[axis];
   }
   Tensor out = Tensor::empty(out_shape, parts[0].dtype());
@@ -133,8 +131,8 @@ Tensor cat(const std::vector<Tensor>& parts, int64_t axis_in) {
 
 Tensor broadcast_to(const Tensor& a, const Shape& shape) {
   if (a.shape() == shape) return a;
-  check(broadcast_shapes(a.shape(), shape, "broadcast_to") == shape, "broadcast_to: ",
-        shape_str(a.shape()), " does not broadcast to ", shape_str(shape));
+  check(broadcast_shapes(a.shape(), shape, "broadcast_to") == shape, "broadcast_to: ", a.shape(),
+        " does not broadcast to ", shape);
   Tensor out = Tensor::empty(shape, a.dtype());
   dispatch(a.dtype(), [&](auto z) {
     using T = decltype(z);
@@ -154,20 +152,20 @@ Tensor Tensor::reshape(const Shape& new_shape) const {
   int64_t known = 1, infer = -1;
   for (size_t i = 0; i < s.size(); ++i) {
     if (s[i] == -1) {
-      check(infer < 0, "reshape: more than one -1 in ", shape_str(new_shape));
+      check(infer < 0, "reshape: more than one -1 in ", new_shape);
       infer = static_cast<int64_t>(i);
     } else {
-      check(s[i] >= 0, "reshape: negative size in ", shape_str(new_shape));
+      check(s[i] >= 0, "reshape: negative size in ", new_shape);
       known *= s[i];
     }
   }
   if (infer >= 0) {
-    check(known > 0 && numel() % known == 0, "reshape: cannot reshape ", shape_str(shape()),
-          " to ", shape_str(new_shape));
+    check(known > 0 && numel() % known == 0, "reshape: cannot reshape ", shape(), " to ",
+          new_shape);
     s[infer] = numel() / known;
   }
-  check(shape_numel(s) == numel(), "reshape: cannot reshape ", shape_str(shape()), " (",
-        numel(), " elements) to ", shape_str(new_shape));
+  check(shape_numel(s) == numel(), "reshape: cannot reshape ", shape(), " (", numel(),
+        " elements) to ", new_shape);
   Tensor out = detach();
   out.impl_->name.clear();
   out.impl_->shape = s;
@@ -190,9 +188,8 @@ Tensor Tensor::to(DType target) const {
     });
   });
   const DType source = dtype();
-  return record("to", out, {*this}, [source](const Tensor& g) {
-    return std::vector<Tensor>{g.to(source)};
-  });
+  return record("to", out, {*this},
+                [source](const Tensor& g) { return std::vector<Tensor>{g.to(source)}; });
 }
 
 Tensor Tensor::clone() const {

@@ -11,7 +11,7 @@ namespace {
 // log_softmax: y = x - max - log(sum exp(x - max))        dx = dy - exp(y) * sum(dy)
 Tensor softmax_op(const char* op, const Tensor& a, bool log) {
   check(a.defined(), op, ": undefined input");
-  check(a.dim() >= 1, op, ": input needs at least one axis, got shape ", shape_str(a.shape()));
+  check(a.dim() >= 1, op, ": input needs at least one axis, got shape ", a.shape());
   const int64_t C = a.size(-1), rows = C > 0 ? a.numel() / C : 0;
   Tensor y = Tensor::empty(a.shape(), a.dtype());
   if (C > 0) {

@@ -234,8 +234,8 @@ Optimizer::LoadedState Optimizer::parse_state_json(const json& j) const {
       if (entry[b].is_null()) continue;
       Tensor t = tensor_from_json(entry[b], where + "." + b);
       check(t.shape() == p->tensor.shape() && t.dtype() == p->tensor.dtype(), where, ".", b, " is ",
-            dtype_name(t.dtype()), " ", shape_str(t.shape()), ", the parameter is ",
-            dtype_name(p->tensor.dtype()), " ", shape_str(p->tensor.shape()));
+            dtype_name(t.dtype()), " ", t.shape(), ", the parameter is ",
+            dtype_name(p->tensor.dtype()), " ", p->tensor.shape());
       s.buffers[b] = t;
     }
   }
