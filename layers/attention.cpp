@@ -22,8 +22,9 @@ std::string Attention::describe() const {
 }
 
 void Attention::check_input(const Shape& s) const {
-  check(s.size() == 3, describe(), ": input must be (B, T, C), got ", s);
-  check_channels(describe(), s, -1, dim_);
+  const auto name = [this] { return describe(); };
+  check(s.size() == 3, name, ": input must be (B, T, C), got ", s);
+  check_channels(name, s, -1, dim_);
 }
 
 Tensor Attention::forward(const Tensor& x) {

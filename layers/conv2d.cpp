@@ -41,8 +41,9 @@ std::string Conv2d::describe() const {
 }
 
 Tensor Conv2d::forward(const Tensor& x) {
-  check(x.dim() == 4, describe(), ": input must be (N, H, W, ", in_channels_, "), got ", x.shape());
-  check_channels(describe(), x.shape(), -1, in_channels_);
+  const auto name = [this] { return describe(); };
+  check(x.dim() == 4, name, ": input must be (N, H, W, ", in_channels_, "), got ", x.shape());
+  check_channels(name, x.shape(), -1, in_channels_);
   return conv2d(x, weight_, bias_, stride_, padding_);
 }
 

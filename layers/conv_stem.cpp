@@ -40,7 +40,8 @@ std::string ConvStem::describe() const {
 
 Tensor ConvStem::forward(const Tensor& images) {
   const Shape& s = images.shape();
-  check(s.size() == 4 && s[1] == img_size_ && s[2] == img_size_ && s[3] == in_chans_, describe(),
+  const auto name = [this] { return describe(); };
+  check(s.size() == 4 && s[1] == img_size_ && s[2] == img_size_ && s[3] == in_chans_, name,
         ": images must be (B, ", img_size_, ", ", img_size_, ", ", in_chans_, "), got ", s);
   Tensor x = images;
   for (size_t i = 0; i < convs_.size(); ++i) {

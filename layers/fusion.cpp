@@ -10,7 +10,7 @@ namespace {
 Tensor norm_linear(const Tensor& x, const TokenNorm& norm, Linear& linear) {
   return linear.run([&] {
     linear.check_input(x.shape());
-    check_channels(norm.describe(), x.shape(), -1, norm.dim());
+    check_channels([&norm] { return norm.describe(); }, x.shape(), -1, norm.dim());
     const ChannelMap map = norm.channel_map();
     if (map.kind == ChannelMap::Kind::layer_norm)
       return layer_norm_linear(x, map.scale, map.shift, map.eps, linear.weight(), linear.bias());

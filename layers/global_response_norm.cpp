@@ -19,9 +19,10 @@ std::string GlobalResponseNorm::describe() const {
 
 void GlobalResponseNorm::check_input(const Shape& input_shape) const {
   // Without a spatial axis the norm would run over nothing but the channel itself.
-  check(input_shape.size() >= 3, describe(), ": input must be (B, spatial..., C) with at least ",
+  const auto name = [this] { return describe(); };
+  check(input_shape.size() >= 3, name, ": input must be (B, spatial..., C) with at least ",
         "one spatial axis, got shape ", input_shape);
-  check_channels(describe(), input_shape, -1, dim_);
+  check_channels(name, input_shape, -1, dim_);
 }
 
 Tensor GlobalResponseNorm::forward(const Tensor& x) {

@@ -21,7 +21,8 @@ ChannelMap LayerNorm::channel_map() const {
 }
 
 Tensor LayerNorm::forward(const Tensor& x) {
-  check_channels(describe(), x.shape(), -1, dim_);
+  const auto name = [this] { return describe(); };
+  check_channels(name, x.shape(), -1, dim_);
   return layer_norm(x, weight_, bias_, eps_);
 }
 

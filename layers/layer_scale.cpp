@@ -16,7 +16,8 @@ std::string LayerScale::describe() const {
 }
 
 Tensor LayerScale::forward(const Tensor& x) {
-  check_channels(describe(), x.shape(), -1, dim_);
+  const auto name = [this] { return describe(); };
+  check_channels(name, x.shape(), -1, dim_);
   // Out of place (never timm's inplace mul_): x may be saved for another op's backward.
   return channel_affine(x, gamma_);
 }

@@ -33,7 +33,8 @@ ChannelMap LearnableScaler::channel_map() const {
 }
 
 Tensor LearnableScaler::forward(const Tensor& x) {
-  check_channels(describe(), x.shape(), -1, num_channels_);
+  const auto name = [this] { return describe(); };
+  check_channels(name, x.shape(), -1, num_channels_);
   return channel_affine(x, a_, b_);
 }
 
@@ -52,9 +53,9 @@ std::string LearnableScaler2d::describe() const {
 }
 
 void LearnableScaler2d::check_input(const Shape& input_shape) const {
-  check(input_shape.size() == 4, describe(), ": input must be (B, C, H, W), got shape ",
-        input_shape);
-  check_channels(describe(), input_shape, 1, num_channels_);
+  const auto name = [this] { return describe(); };
+  check(input_shape.size() == 4, name, ": input must be (B, C, H, W), got shape ", input_shape);
+  check_channels(name, input_shape, 1, num_channels_);
 }
 
 Tensor LearnableScaler2d::forward(const Tensor& x) {

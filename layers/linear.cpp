@@ -19,7 +19,8 @@ std::string Linear::describe() const {
 }
 
 void Linear::check_input(const Shape& input_shape) const {
-  check_channels(describe(), input_shape, -1, in_features_);
+  const auto name = [this] { return describe(); };
+  check_channels(name, input_shape, -1, in_features_);
 }
 
 Tensor Linear::forward(const Tensor& x) {

@@ -38,7 +38,8 @@ std::string PatchEmbed::describe() const {
 }
 
 void PatchEmbed::check_input(const Shape& s) const {
-  check(s.size() == 4 && s[1] == img_size_ && s[2] == img_size_ && s[3] == in_chans_, describe(),
+  const auto name = [this] { return describe(); };
+  check(s.size() == 4 && s[1] == img_size_ && s[2] == img_size_ && s[3] == in_chans_, name,
         ": images must be (B, ", img_size_, ", ", img_size_, ", ", in_chans_, "), got ", s);
 }
 
