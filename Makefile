@@ -5,7 +5,7 @@ BUILD ?= build
 CMAKE_FLAGS ?=
 # `make run`: a small CNN before a ViT (docs/experiments.md): four 3x3 convolutions
 # (two at full resolution) with a LayerNorm and GELU each, 49 tokens of dim 64, two blocks,
-# 13 epochs with flips and random erasing, bf16 products where the CPU has AVX512-BF16. About
+# 13 epochs with flips and random erasing, bf16 products where they are the faster. About
 # 8 minutes on two idle cores (docs/experiments.md, "The make run recipe", has the measured
 # time and accuracy). Override to try others.
 RUN_ARGS ?= --preset fmnist-tiny --stem conv:32s1,32,64s1,64 --stem-norm layernorm --patch 1 \

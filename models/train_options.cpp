@@ -6,6 +6,7 @@
 
 #include "engine/core/error.h"
 #include "engine/kernels/matmul_precision.h"
+#include "engine/kernels/precision_choice.h"
 #include "models/recipes/learnable_scaler.h"
 #include "models/training.h"
 

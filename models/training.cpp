@@ -10,6 +10,7 @@
 #include "engine/autograd/autograd.h"
 #include "engine/io/checkpoint.h"
 #include "engine/kernels/matmul_precision.h"
+#include "engine/kernels/precision_choice.h"
 #include "engine/ops/ops.h"
 #include "models/run_folder.h"
 #include "models/trainer/observers.h"

@@ -20,6 +20,7 @@
 #include "engine/kernels/bf16_gemm.h"
 #include "engine/kernels/blas.h"
 #include "engine/kernels/matmul_precision.h"
+#include "engine/kernels/precision_choice.h"
 #include "engine/kernels/units_peak.h"
 #include "engine/ops/ops.h"
 #include "engine/optim/adamw.h"
@@ -106,6 +107,19 @@ void print_units_peak(double units, double matmul_flops, int64_t batch, bool bf1
             << " ms there, " << double(batch) / floor_s << " images/s at most\n";
 }
 
+// Where bf16 runs on AVX512-BF16 dot products slower than the float fmas (Intel's Xeons without
+// AMX), a line that says so: --amp auto picks fp32 there.
+void print_slow_bf16_units_note() {
+  if (bf16_stand_in() != Bf16StandIn::none) return;
+  const AutoPrecision& found = auto_precision_on_this_cpu();
+  if (found.hardware != Bf16Hardware::avx512_bf16 || found.precision != MatmulPrecision::fp32)
+    return;
+  std::cerr << std::fixed << std::setprecision(2)
+            << "note: this CPU's AVX512-BF16 dot products run at " << found.bf16_dot_over_float_fmas
+            << "x the rate of its float fmas (one core), so bf16 products are no faster than "
+               "fp32's here; --amp auto picks fp32\n";
+}
+
 void print_profile(const std::map<std::string, double>& seconds, int64_t steps) {
   std::vector<std::pair<double, std::string>> rows;
   double total = 0;
@@ -134,7 +148,7 @@ int run_bench(const std::vector<std::string>& argv) {
       {"--threads", "N", "threads for kernels and products (default: all cores)"},
       {"--amp", "MODE",
        "fp32 (default) | bf16: matrix products on bf16 operands, float sums | auto: bf16 where "
-       "the CPU has bf16 units"},
+       "the CPU's bf16 units outrun its fmas, else fp32"},
       {"--profile", "", "also print the time per op (forward and backward) and optimiser"},
       {"--json", "", "print one JSON line instead of the report"}};
   flags.insert(flags.end(), own.begin(), own.end());
@@ -260,6 +274,7 @@ int run_bench(const std::vector<std::string>& argv) {
     if (cpu.known) print_shares(cpu);
   }
   if (const std::string note = blas_core_note(); !note.empty()) std::cerr << note << "\n";
+  if (bf16) print_slow_bf16_units_note();
   if (args.on("--profile")) print_profile(profile_copy, steps);
   return 0;
 }

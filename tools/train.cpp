@@ -11,6 +11,7 @@
 #include "engine/io/checkpoint.h"
 #include "engine/io/safetensors.h"
 #include "engine/kernels/matmul_precision.h"
+#include "engine/kernels/precision_choice.h"
 #include "engine/ops/ops.h"
 #include "models/restore.h"
 #include "models/run_data.h"
@@ -150,7 +151,8 @@ int run_eval(const std::vector<std::string>& argv) {
         "and its mirror's logits)"},
        {"--amp", "MODE",
         "fp32 (default) | bf16: matrix products on bf16 operands, as a run with --amp bf16 "
-        "evaluates after each epoch | auto: bf16 where the CPU has bf16 units"},
+        "evaluates after each epoch | auto: bf16 where the CPU's bf16 units outrun its fmas, "
+        "else fp32"},
        {"--json", "", "print one JSON line {loss, accuracy, count}"},
        {"--predictions", "FILE", "write the predicted class of every image, one a line"},
        {"--logits", "FILE",

@@ -9,6 +9,7 @@
 #include "engine/core/error.h"
 #include "engine/core/parallel.h"
 #include "engine/kernels/matmul_precision.h"
+#include "engine/kernels/precision_choice.h"
 #include "models/run_data.h"
 #include "tools/config_file.h"
 
@@ -58,7 +59,7 @@ std::vector<Flag> recipe_flags() {
       {"--seed", "N", "seed of initialisation, shuffling, augmentation and dropout"},
       {"--amp", "MODE",
        "fp32 (default) | bf16: matrix products on bf16 operands, float sums | auto: bf16 "
-       "where the CPU has bf16 units, else fp32; alone, as timm's switch: bf16"},
+       "where the CPU's bf16 units outrun its fmas, else fp32; alone, as timm's switch: bf16"},
       {"--amp-dtype", "NAME", "timm's mixed-precision type: bfloat16 (the only one here)"},
       {"--workers", "N", "timm's loader processes: accepted, means nothing here"},
       {"--torchcompile", "MODE", "timm's torch.compile backend: accepted, means nothing here"},

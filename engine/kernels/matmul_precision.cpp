@@ -126,17 +126,6 @@ void set_matmul_precision(MatmulPrecision precision) {
   g_precision.store(precision, std::memory_order_relaxed);
 }
 
-MatmulPrecision best_matmul_precision() {
-  return bf16_hardware() == Bf16Hardware::none ? MatmulPrecision::fp32 : MatmulPrecision::bf16;
-}
-
-MatmulPrecision parse_matmul_precision(const std::string& name, const std::string& where) {
-  if (name == "fp32") return MatmulPrecision::fp32;
-  if (name == "bf16") return MatmulPrecision::bf16;
-  if (name == "auto") return best_matmul_precision();
-  throw Error(cat_str(where, ": '", name, "' is not a precision; expected fp32, bf16 or auto"));
-}
-
 const char* matmul_precision_name(MatmulPrecision precision) {
   return precision == MatmulPrecision::bf16 ? "bf16" : "fp32";
 }

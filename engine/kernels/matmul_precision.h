@@ -48,13 +48,7 @@ Bf16StandIn bf16_stand_in();
 // "model" or "fma".
 const char* bf16_units_in_use();
 
-// bf16 where the CPU has bf16 units (bf16_hardware() != none), fp32 elsewhere: what --amp auto
-// picks.
-MatmulPrecision best_matmul_precision();
-
-// "fp32", "bf16" or "auto" (best_matmul_precision()), what --amp takes; anything else is a
-// vg::Error naming `where` and the value.
-MatmulPrecision parse_matmul_precision(const std::string& name, const std::string& where);
+// What --amp auto picks, and the parsing of --amp: engine/kernels/precision_choice.h.
 const char* matmul_precision_name(MatmulPrecision precision);
 
 // Sets a mode for the scope and restores the one before.

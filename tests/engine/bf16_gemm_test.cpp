@@ -16,6 +16,7 @@
 #include "engine/kernels/bf16.h"
 #include "engine/kernels/blas.h"
 #include "engine/kernels/matmul_precision.h"
+#include "engine/kernels/precision_choice.h"
 #include "tests/engine/bf16_tiles_helpers.h"
 
 using namespace vg;
@@ -452,8 +453,7 @@ TEST_CASE("gemm_bf16 on loops the CPU lacks is one clear error; the AMX model ru
 TEST_CASE("a precision is fp32, bf16 or auto; anything else is one clear error") {
   CHECK(parse_matmul_precision("bf16", "--amp") == MatmulPrecision::bf16);
   CHECK(parse_matmul_precision("fp32", "--amp") == MatmulPrecision::fp32);
-  CHECK(parse_matmul_precision("auto", "--amp") ==
-        (have_bf16() ? MatmulPrecision::bf16 : MatmulPrecision::fp32));
+  CHECK(parse_matmul_precision("auto", "--amp") == best_matmul_precision());
   CHECK_THROWS_WITH_AS(parse_matmul_precision("fp16", "--amp"),
                        "--amp: 'fp16' is not a precision; expected fp32, bf16 or auto", Error);
   if (!have_bf16()) CHECK_THROWS_AS(set_matmul_precision(MatmulPrecision::bf16), Error);
