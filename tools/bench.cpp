@@ -112,7 +112,7 @@ void print_units_peak(double units, double matmul_flops, int64_t batch, bool bf1
 void print_slow_bf16_units_note() {
   if (bf16_stand_in() != Bf16StandIn::none) return;
   const AutoPrecision& found = auto_precision_on_this_cpu();
-  if (found.hardware != Bf16Hardware::avx512_bf16 || found.precision != MatmulPrecision::fp32)
+  if (bf16_hardware() != Bf16Hardware::avx512_bf16 || found.precision != MatmulPrecision::fp32)
     return;
   std::cerr << std::fixed << std::setprecision(2)
             << "note: this CPU's AVX512-BF16 dot products run at " << found.bf16_dot_over_float_fmas

@@ -13,8 +13,6 @@
 // set_matmul_precision or, for a scope, MatmulPrecisionGuard.
 #pragma once
 
-#include <string>
-
 namespace vg {
 
 enum class MatmulPrecision { fp32, bf16 };

@@ -24,7 +24,7 @@ const AutoPrecision& auto_precision_on_this_cpu() {
     // Only AVX512-BF16 alone needs the units timed.
     const double ratio =
         hardware == Bf16Hardware::avx512_bf16 ? bf16_dot_over_float_fmas_one_core() : 0;
-    return AutoPrecision{hardware, ratio, auto_matmul_precision(hardware, ratio)};
+    return AutoPrecision{ratio, auto_matmul_precision(hardware, ratio)};
   }();
   return found;
 }

@@ -22,11 +22,10 @@ constexpr double kBf16DotsFasterBy = 1.5;
 // (`bf16_dot_over_float_fmas`, bf16_dot_over_float_fmas_one_core() on this CPU).
 MatmulPrecision auto_matmul_precision(Bf16Hardware hardware, double bf16_dot_over_float_fmas);
 
-// The rule on this CPU: its bf16 units, their rate against the float fmas' (timed on the first
-// call, under 0.1 s; 0 where not needed: without bf16 units or with AMX), and what the rule made
-// of them.
+// The rule on this CPU (bf16_hardware()): its AVX512-BF16 dot products' rate against the float
+// fmas' (timed on the first call, under 0.1 s; 0 where not needed: without bf16 units or with
+// AMX), and what the rule made of it.
 struct AutoPrecision {
-  Bf16Hardware hardware;
   double bf16_dot_over_float_fmas;
   MatmulPrecision precision;
 };

@@ -75,22 +75,42 @@ __attribute__((target("avx512f,avx512bf16"))) float bf16_dot_chains(int64_t iter
 
 #undef VG_OPAQUE
 
-// The best of three runs of `chains` on every engine thread at once, as GFLOP/s, given the
-// FLOPs one chain step does (lanes x 2 per multiply-add). Each thread times its own range of
-// runs, so a thread that wakes late does not count as slow units, and the ranges' rates add
-// up. (Timing each run apart would count twice the runs of one range, which one thread does
-// in turn: all of them where parallel_for runs serially, inside a parallel region.)
-template <class Chains>
-double best_rate(Chains chains, double flops_per_step) {
+// One kind of chains and the FLOPs one chain step does (lanes x 2 per multiply-add).
+struct Chains {
+  float (*run)(int64_t iterations);
+  double flops_per_step;
+};
+constexpr Chains kBf16DotChains{bf16_dot_chains, 16 * 2 * 2};
+
+// The fmas the float products run on (detail::float_tiles()); `run` is null where they run on
+// neither.
+Chains float_fma_chains() {
+  switch (detail::float_tiles()) {
+    case detail::FloatTiles::avx512:
+      return {avx512_fma_chains, 16 * 2};
+    case detail::FloatTiles::avx2:
+      return {avx2_fma_chains, 8 * 2};
+    case detail::FloatTiles::none:
+      break;
+  }
+  return {nullptr, 0};
+}
+
+// The best of three runs of `chains` on every engine thread at once, as GFLOP/s. Each thread
+// times its own range of runs, so a thread that wakes late does not count as slow units, and
+// the ranges' rates add up. (Timing each run apart would count twice the runs of one range,
+// which one thread does in turn: all of them where parallel_for runs serially, inside a
+// parallel region.)
+double best_rate(Chains chains) {
   const int threads = num_threads();
-  const double flops = double(kIterations) * kChains * flops_per_step;  // a thread's
+  const double flops = double(kIterations) * kChains * chains.flops_per_step;  // a thread's
   double best = 0;
   for (int run = 0; run < 3; ++run) {
-    std::vector<float> sums(size_t(threads), 0.0f);  // read below, so the chains are kept
+    std::vector<float> sums(size_t(threads), 0.0f);   // read below, so the chains are kept
     std::vector<double> rates(size_t(threads), 0.0);  // a range's, at its first index
     parallel_for(threads, 1, [&](int64_t first, int64_t end) {
       const auto start = std::chrono::steady_clock::now();
-      for (int64_t t = first; t < end; ++t) sums[size_t(t)] = chains(kIterations);
+      for (int64_t t = first; t < end; ++t) sums[size_t(t)] = chains.run(kIterations);
       const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
       rates[size_t(first)] = double(end - first) * flops / took.count() / 1e9;
     });
@@ -101,59 +121,39 @@ double best_rate(Chains chains, double flops_per_step) {
   return best;
 }
 
-// GFLOP/s of one run of `chains` on the calling thread.
-double rate_on_this_thread(float (*chains)(int64_t), int64_t iterations, double flops_per_step) {
+// GFLOP/s of one run of `chains`, `iterations` steps long, on the calling thread.
+double rate_on_this_thread(Chains chains, int64_t iterations) {
   const auto start = std::chrono::steady_clock::now();
-  volatile float kept = chains(iterations);
+  volatile float kept = chains.run(iterations);
   (void)kept;
   const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-  return double(iterations) * kChains * flops_per_step / took.count() / 1e9;
+  return double(iterations) * kChains * chains.flops_per_step / took.count() / 1e9;
 }
 
 }  // namespace
 
 double float_units_peak_gflops() {
-  switch (detail::float_tiles()) {
-    case detail::FloatTiles::avx512:
-      return best_rate(avx512_fma_chains, 16 * 2);
-    case detail::FloatTiles::avx2:
-      return best_rate(avx2_fma_chains, 8 * 2);
-    case detail::FloatTiles::none:
-      break;
-  }
-  return 0;
+  const Chains fmas = float_fma_chains();
+  return fmas.run ? best_rate(fmas) : 0;
 }
 
 double bf16_dot_peak_gflops() {
   if (bf16_hardware() == Bf16Hardware::none) return 0;
-  return best_rate(bf16_dot_chains, 16 * 2 * 2);
+  return best_rate(kBf16DotChains);
 }
 
 double bf16_dot_over_float_fmas_one_core() {
-  if (bf16_hardware() == Bf16Hardware::none) return 0;
-  float (*float_chains)(int64_t) = nullptr;
-  double float_flops_per_step = 0;
-  switch (detail::float_tiles()) {
-    case detail::FloatTiles::avx512:
-      float_chains = avx512_fma_chains, float_flops_per_step = 16 * 2;
-      break;
-    case detail::FloatTiles::avx2:
-      float_chains = avx2_fma_chains, float_flops_per_step = 8 * 2;
-      break;
-    case detail::FloatTiles::none:
-      return 0;
-  }
+  const Chains fmas = float_fma_chains();
+  if (bf16_hardware() == Bf16Hardware::none || !fmas.run) return 0;
   // A tenth of a peak run each (under 0.1 s in all): the two rates differ by a factor of two
   // either way on the CPUs there are, far more than a short run's noise.
   constexpr int64_t kShortIterations = kIterations / 10;
-  double best_float = 0, best_bf16 = 0;
+  double best_fmas = 0, best_dots = 0;
   for (int run = 0; run < 3; ++run) {  // in turn, so that a slow spell slows both
-    best_float = std::max(
-        best_float, rate_on_this_thread(float_chains, kShortIterations, float_flops_per_step));
-    best_bf16 =
-        std::max(best_bf16, rate_on_this_thread(bf16_dot_chains, kShortIterations, 16 * 2 * 2));
+    best_fmas = std::max(best_fmas, rate_on_this_thread(fmas, kShortIterations));
+    best_dots = std::max(best_dots, rate_on_this_thread(kBf16DotChains, kShortIterations));
   }
-  return best_bf16 / best_float;
+  return best_dots / best_fmas;
 }
 
 }  // namespace vg
