@@ -197,6 +197,7 @@ int run_bench(const std::vector<std::string>& argv) {
   };
   for (int64_t i = 0; i < warmup; ++i) step();
   const MemoryStats before = memory_stats();
+  const int64_t faults_before = page_faults_so_far();
   if (args.on("--profile")) profiler.emplace();
   const std::optional<CpuTicks> ticks_before = read_cpu_ticks();
   std::vector<double> times;
@@ -208,6 +209,7 @@ int run_bench(const std::vector<std::string>& argv) {
   const std::optional<CpuTicks> ticks_after = read_cpu_ticks();
   const CpuShares cpu = shares_between(ticks_before, ticks_after);
   const MemoryStats after = memory_stats();
+  const double faults = double(page_faults_so_far() - faults_before) / double(steps);
   std::map<std::string, double> profile_copy;
   if (profiler) profile_copy = profiler->seconds();
   profiler.reset();
@@ -236,6 +238,7 @@ int run_bench(const std::vector<std::string>& argv) {
                                 {"images_per_s_at_units_peak", at_units_peak},
                                 {"peak_rss_mb", rss},
                                 {"heap_allocations_per_step", allocs},
+                                {"page_faults_per_step", faults},
                                 {"threads", num_threads()},
                                 {"batch", batch},
                                 {"blas_core", core},
@@ -266,7 +269,8 @@ int run_bench(const std::vector<std::string>& argv) {
                 << "; a 1024^3 OpenBLAS sgemm: " << sgemm << " GFLOP/s\n";
     print_units_peak(units, matmul_flops, batch, bf16);
     std::cout << "peak RSS: " << rss << " MB\n"
-              << "heap allocations per step: " << allocs << "\n"
+              << "heap allocations per step: " << allocs << "  page faults per step: " << faults
+              << "\n"
               << "threads: " << num_threads() << "  float products: " << float_tiles_name()
               << "  OpenBLAS kernels: " << core
               << "  OMP_WAIT_POLICY: " << env_or_unset("OMP_WAIT_POLICY")

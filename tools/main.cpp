@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/core/error.h"
+#include "engine/core/storage.h"
 #include "engine/kernels/blas.h"
 #include "engine/kernels/kernel_settings.h"
 #include "tools/args.h"
@@ -99,6 +100,7 @@ void choose_library_settings(char** argv) {
 
 int main(int argc, char** argv) {
   choose_library_settings(argv);
+  vg::keep_freed_heap_memory();
   if (argc < 2) {  // misuse like any other: one line and exit code 2
     std::cerr << "vitgrad: no command given (vitgrad --help lists them)\n";
     return 2;

@@ -1,11 +1,17 @@
 #include "engine/core/storage.h"
 
+#include <sys/resource.h>
+
 #include <cstdlib>
 #include <map>
 #include <mutex>
 #include <new>
 
 #include "engine/core/error.h"
+
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 namespace vg {
 namespace {
@@ -78,6 +84,24 @@ void release_cached_memory() {
   for (auto& [size, ptr] : c.free_buffers) std::free(ptr);
   c.free_buffers.clear();
   c.stats.bytes_cached = 0;
+#ifdef __GLIBC__
+  malloc_trim(0);  // the heap's free memory too, which keep_freed_heap_memory() would keep
+#endif
+}
+
+void keep_freed_heap_memory() {
+#ifdef __GLIBC__
+  // 32 MiB is the largest threshold glibc takes on 64-bit; setting it fixes it there (glibc
+  // otherwise moves it to the size of each mapped block freed). -1 turns trimming off.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, -1);
+#endif
+}
+
+int64_t page_faults_so_far() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_minflt;
 }
 
 }  // namespace vg

@@ -24,7 +24,7 @@ nlohmann::json bench_json(const std::string& extra, const std::string& env = "")
 TEST_CASE("bench --json reports consistent figures and no heap allocations after warm-up") {
   const nlohmann::json j = bench_json("--layerscale 1e-4 --grn");
   for (const char* key : {"images_per_s", "ms_per_step", "gflops", "sgemm_gflops", "peak_rss_mb",
-                          "heap_allocations_per_step"})
+                          "heap_allocations_per_step", "page_faults_per_step"})
     REQUIRE(j.at(key).is_number());
   CHECK(j.at("images_per_s").get<double>() > 0);
   // images/s and ms/step describe the same median step of 8 images.
