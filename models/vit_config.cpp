@@ -20,6 +20,8 @@ constexpr double kMaxParameters = 1e9;
 // channels are not a stem.
 constexpr size_t kMaxStemStages = 8;
 constexpr int64_t kMaxStemChannels = 4096;
+// An image's channels: far above any real image, low enough that no product of sizes overflows.
+constexpr int64_t kMaxInChans = 65536;
 
 bool valid_init_value(double v) {
   return std::isfinite(v) && v > 0 && v <= 10;
@@ -192,6 +194,8 @@ void ViTConfig::validate() const {
   positive("num_heads", num_heads);
   check(img_size <= 4096 && embed_dim <= 65536 && depth <= 1024 && num_classes <= 1000000,
         "ViTConfig: sizes are unreasonably large");
+  check(in_chans <= kMaxInChans, "ViTConfig: 'in_chans' must be at most ", kMaxInChans, ", got ",
+        in_chans);
   check(stem.size() <= kMaxStemStages, "ViTConfig: 'stem' has ", stem.size(),
         " stages, more than ", kMaxStemStages);
   for (const nn::StemStage& stage : stem) {
@@ -218,7 +222,7 @@ void ViTConfig::validate() const {
   // Checked before anything is allocated: a config asking for more than a CPU engine can
   // hold must be an error, not an allocation the kernel grants and later kills us for.
   const double E = double(embed_dim), tokens = double(num_patches() + 1);
-  double parameters = E * double(feature_chans() * patch_size * patch_size) + tokens * E +
+  double parameters = E * double(feature_chans()) * double(patch_size * patch_size) + tokens * E +
                             double(depth) * (4 * E * E + 2 * E * E * mlp_ratio) +
                             E * double(num_classes);
   const double per_channel = stem_norm == nn::StemNorm::layernorm ? 3 : 1;  // bias (+ norm)

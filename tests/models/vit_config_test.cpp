@@ -114,6 +114,9 @@ TEST_CASE("ViTConfig validation names the field and the value") {
         "ViTConfig: 'drop_path_rate' must be in [0, 1), got 1");
   CHECK(error_of({{"dropout", -0.1}}) == "ViTConfig: 'dropout' must be in [0, 1), got -0.1");
   CHECK(error_of({{"mlp_ratio", 0}}) == "ViTConfig: 'mlp_ratio' must be positive, got 0");
+  // Found by the config fuzzer: in_chans * patch_size^2 overflowed int64 before the size check.
+  CHECK(error_of({{"in_chans", 2333333333333333333}, {"patch_size", 2}}) ==
+        "ViTConfig: 'in_chans' must be at most 65536, got 2333333333333333333");
   CHECK(error_of({{"depht", 3}}) == "ViTConfig: unknown key 'depht'");
   CHECK(error_of(json::array()) == "ViTConfig: expected a JSON object, got array");
 }
