@@ -2,7 +2,6 @@
 // memory the process holds, not from fresh pages the kernel must fault in and zero.
 #include <doctest/doctest.h>
 
-#include <memory>
 #include <vector>
 
 #include "engine/core/storage.h"
@@ -12,8 +11,9 @@ namespace {
 // A step's scratch, as a norm's statistics and a kernel's partial sums are: blocks of a few
 // hundred KB, above glibc's first 128 KiB mapping threshold, written, then all freed.
 void one_round_of_scratch() {
-  std::vector<std::unique_ptr<std::vector<double>>> blocks;
-  for (int i = 0; i < 16; ++i) blocks.push_back(std::make_unique<std::vector<double>>(50000, 1.0));
+  std::vector<std::vector<double>> blocks;
+  blocks.reserve(16);
+  for (int i = 0; i < 16; ++i) blocks.emplace_back(50000, 1.0);
 }
 
 }  // namespace
@@ -34,9 +34,6 @@ TEST_CASE("freed scratch is touched again without page faults once the heap keep
 
 TEST_CASE("page_faults_so_far counts the pages a new mapping touches") {
   const int64_t before = vg::page_faults_so_far();
-  {
-    std::vector<std::unique_ptr<std::vector<char>>> blocks;  // 40 MB: mapped whole, past 32 MiB
-    blocks.push_back(std::make_unique<std::vector<char>>(40 << 20, char(1)));
-  }
+  { std::vector<char> block(40 << 20, char(1)); }  // 40 MB: mapped whole, past 32 MiB
   CHECK(vg::page_faults_so_far() - before >= (40 << 20) / (2 << 20));  // even in 2 MiB pages
 }
