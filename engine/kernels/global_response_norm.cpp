@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "engine/core/parallel.h"
+#include "engine/kernels/bf16_gemm.h"
 #include "engine/kernels/bf16_gemm_parts.h"
 #include "engine/kernels/gelu_slope.h"
 
@@ -89,49 +90,50 @@ void gelu_grn_samples_bf16(const float* h, bool tanh_form, const float* gamma, c
   });
 }
 
+namespace {
+
+// Sample b's part of the backward, from its dy, x and forward statistics: its sums
+// P_c = sum_s G x and Q_c = sum_s G into Pb and Qb and, where dx is given, its dx (times
+// dx_scale where that is given). dx may be dy's memory: each element is read before it is
+// written. direct and through_norm are C doubles of scratch.
 template <class T>
-void global_response_norm_backward_samples(const T* dy, const T* x, const T* gamma,
-                                           const double* stats, T* dx, T* dgamma, T* dbeta,
-                                           int64_t B, int64_t S, int64_t C, const T* dx_scale) {
-  const double *norm = stats, *n = norm + B * C, *divisor = n + B * C;
-  // Per (b, c): P = sum_s G*x (so dL/dn_c = gamma_c * P) and Q = sum_s G.
-  std::vector<double> P(B * C, 0.0), Q(B * C, 0.0);
-  // One sample at a time, as in the forward: its G and x are read from memory once for the
-  // sums and again from L2 for dx.
-  parallel_for(B, grain_for(S * C), [&](int64_t b0, int64_t b1) {
-    std::vector<double> direct(C), through_norm(C);
-    for (int64_t b = b0; b < b1; ++b) {
-      double *Pb = P.data() + b * C, *Qb = Q.data() + b * C;
-      for (int64_t s = 0; s < S; ++s) {
-        const T *gr = dy + (b * S + s) * C, *xr = x + (b * S + s) * C;
-        for (int64_t c = 0; c < C; ++c) {
-          Pb[c] += double(gr[c]) * double(xr[c]);
-          Qb[c] += double(gr[c]);
-        }
-      }
-      if (!dx) continue;
-      const double* nb = n + b * C;
-      double an = 0;
-      for (int64_t c = 0; c < C; ++c) an += double(gamma[c]) * Pb[c] * nb[c];
-      an /= double(C);
-      for (int64_t c = 0; c < C; ++c) {
-        const double dL_dg = (double(gamma[c]) * Pb[c] - an) / divisor[b];
-        const double g = norm[b * C + c];
-        direct[c] = 1.0 + double(gamma[c]) * nb[c];
-        through_norm[c] = g > 0 ? dL_dg / g : 0.0;
-      }
-      for (int64_t s = 0; s < S; ++s) {
-        const T *gr = dy + (b * S + s) * C, *xr = x + (b * S + s) * C;
-        T* dr = dx + (b * S + s) * C;
-        for (int64_t c = 0; c < C; ++c)
-          dr[c] = static_cast<T>(double(gr[c]) * direct[c] + double(xr[c]) * through_norm[c]);
-        if (!dx_scale) continue;
-        const T* sr = dx_scale + (b * S + s) * C;
-        for (int64_t c = 0; c < C; ++c) dr[c] = dr[c] * sr[c];
-      }
+void grn_backward_sample(const T* dy, const T* x, const T* gamma, const double* norm_b,
+                         const double* n_b, double divisor_b, T* dx, const T* dx_scale,
+                         double* Pb, double* Qb, double* direct, double* through_norm, int64_t S,
+                         int64_t C) {
+  std::fill(Pb, Pb + C, 0.0);
+  std::fill(Qb, Qb + C, 0.0);
+  for (int64_t s = 0; s < S; ++s) {
+    const T *gr = dy + s * C, *xr = x + s * C;
+    for (int64_t c = 0; c < C; ++c) {
+      Pb[c] += double(gr[c]) * double(xr[c]);
+      Qb[c] += double(gr[c]);
     }
-  });
-  // d beta_c = sum_{b,s} G;  d gamma_c = sum_{b,s} G*x*n_c = sum_b n_bc P_bc.
+  }
+  if (!dx) return;
+  double an = 0;
+  for (int64_t c = 0; c < C; ++c) an += double(gamma[c]) * Pb[c] * n_b[c];
+  an /= double(C);
+  for (int64_t c = 0; c < C; ++c) {
+    const double dL_dg = (double(gamma[c]) * Pb[c] - an) / divisor_b;
+    direct[c] = 1.0 + double(gamma[c]) * n_b[c];
+    through_norm[c] = norm_b[c] > 0 ? dL_dg / norm_b[c] : 0.0;
+  }
+  for (int64_t s = 0; s < S; ++s) {
+    const T *gr = dy + s * C, *xr = x + s * C;
+    T* dr = dx + s * C;
+    for (int64_t c = 0; c < C; ++c)
+      dr[c] = static_cast<T>(double(gr[c]) * direct[c] + double(xr[c]) * through_norm[c]);
+    if (!dx_scale) continue;
+    const T* sr = dx_scale + s * C;
+    for (int64_t c = 0; c < C; ++c) dr[c] = dr[c] * sr[c];
+  }
+}
+
+// d beta_c = sum_{b,s} G = sum_b Q_bc;  d gamma_c = sum_{b,s} G*x*n_c = sum_b n_bc P_bc.
+template <class T>
+void grn_param_grads(const double* P, const double* Q, const double* n, T* dgamma, T* dbeta,
+                     int64_t B, int64_t C) {
   for (int64_t c = 0; c < C; ++c) {
     double db = 0, dg = 0;
     for (int64_t b = 0; b < B; ++b) {
@@ -141,6 +143,92 @@ void global_response_norm_backward_samples(const T* dy, const T* x, const T* gam
     if (dbeta) dbeta[c] = static_cast<T>(db);
     if (dgamma) dgamma[c] = static_cast<T>(dg);
   }
+}
+
+}  // namespace
+
+template <class T>
+void global_response_norm_backward_samples(const T* dy, const T* x, const T* gamma,
+                                           const double* stats, T* dx, T* dgamma, T* dbeta,
+                                           int64_t B, int64_t S, int64_t C, const T* dx_scale) {
+  const double *norm = stats, *n = norm + B * C, *divisor = n + B * C;
+  std::vector<double> P(B * C), Q(B * C);  // per (b, c): dL/dn_c = gamma_c * P
+  // One sample at a time, as in the forward: its G and x are read from memory once for the
+  // sums and again from L2 for dx.
+  parallel_for(B, grain_for(S * C), [&](int64_t b0, int64_t b1) {
+    std::vector<double> direct(C), through_norm(C);
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t at = b * S * C;
+      grn_backward_sample(dy + at, x + at, gamma, norm + b * C, n + b * C, divisor[b],
+                          dx ? dx + at : nullptr, dx_scale ? dx_scale + at : nullptr,
+                          P.data() + b * C, Q.data() + b * C, direct.data(),
+                          through_norm.data(), S, C);
+    }
+  });
+  grn_param_grads(P.data(), Q.data(), n, dgamma, dbeta, B, C);
+}
+
+namespace {
+
+// The backward of GRN(GELU(h)) from h, one sample at a time: the sample's GELU values and
+// slope and GRN's statistics and output are made again into per-thread blocks that stay in
+// cache, with gelu_grn_samples' bits; take_output(b, y) gets the sample's output; then GRN's
+// backward (grn_backward_sample) turns dy into dh in place, GELU's slope applied, unless
+// need_dh is false. Memory sees h and dy read and dh and the output written, once each.
+template <class T, class TakeOutput>
+void gelu_grn_backward_by_sample(const T* h, bool tanh_form, const T* gamma, const T* beta,
+                                 double eps, T* dy, bool need_dh, T* dgamma, T* dbeta, int64_t B,
+                                 int64_t S, int64_t C, TakeOutput&& take_output) {
+  std::vector<double> P(B * C), Q(B * C), n(B * C);
+  parallel_for(B, grain_for(S * C), [&](int64_t b0, int64_t b1) {
+    thread_local std::vector<T> act, slope, y;  // the sample's, grown once per shape
+    for (auto* block : {&act, &slope, &y})
+      if (block->size() < size_t(S * C)) block->resize(size_t(S * C));
+    std::vector<double> norm(C), direct(C), through_norm(C);
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t at = b * S * C;
+      double divisor = 0;
+      gelu_block(h + at, act.data(), slope.data(), S * C, tanh_form);
+      grn_sample(act.data(), gamma, beta, eps, y.data(), norm.data(), n.data() + b * C, &divisor,
+                 S, C);
+      take_output(b, static_cast<const T*>(y.data()));
+      grn_backward_sample(dy + at, act.data(), gamma, norm.data(), n.data() + b * C, divisor,
+                          need_dh ? dy + at : nullptr, slope.data(), P.data() + b * C,
+                          Q.data() + b * C, direct.data(), through_norm.data(), S, C);
+    }
+  });
+  grn_param_grads(P.data(), Q.data(), n.data(), dgamma, dbeta, B, C);
+}
+
+}  // namespace
+
+template <class T>
+void gelu_grn_backward_samples(const T* h, bool tanh_form, const T* gamma, const T* beta,
+                               double eps, T* a, T* dy, bool need_dh, T* dgamma, T* dbeta,
+                               int64_t B, int64_t S, int64_t C) {
+  gelu_grn_backward_by_sample(h, tanh_form, gamma, beta, eps, dy, need_dh, dgamma, dbeta, B, S,
+                              C, [&](int64_t b, const T* y) {
+                                std::copy(y, y + S * C, a + b * S * C);
+                              });
+}
+
+void gelu_grn_backward_samples_bf16(const float* h, bool tanh_form, const float* gamma,
+                                    const float* beta, double eps, uint32_t* a_words,
+                                    bool row_pairs, float* dy, bool need_dh, float* dgamma,
+                                    float* dbeta, int64_t B, int64_t S, int64_t C) {
+  const int64_t pairs = (C + 1) / 2, pair_ld = Bf16Rows::row_pairs_ld(C);
+  gelu_grn_backward_by_sample(
+      h, tanh_form, gamma, beta, eps, dy, need_dh, dgamma, dbeta, B, S, C,
+      [&](int64_t b, const float* y) {
+        for (int64_t s = 0; s < S; s += row_pairs ? 2 : 1) {
+          const int64_t r = b * S + s;
+          if (row_pairs)
+            detail::bf16_pair_row(y + s * C, y + (s + 1) * C, C, pair_ld,
+                                  a_words + (r / 2) * pair_ld);
+          else
+            detail::bf16_pairs_of_row(y + s * C, C, a_words + r * pairs);
+        }
+      });
 }
 
 template <class T>
@@ -210,6 +298,8 @@ void global_response_norm_backward_samples_reference(const T* dy, const T* x, co
                                                       int64_t, int64_t, const T*);              \
   template void gelu_grn_samples(const T*, bool, const T*, const T*, double, T*, T*, T*,       \
                                  double*, int64_t, int64_t, int64_t);                           \
+  template void gelu_grn_backward_samples(const T*, bool, const T*, const T*, double, T*, T*,   \
+                                          bool, T*, T*, int64_t, int64_t, int64_t);             \
   template void global_response_norm_samples_reference(const T*, const T*, const T*, double,   \
                                                        T*, double*, int64_t, int64_t, int64_t); \
   template void global_response_norm_backward_samples_reference(                               \

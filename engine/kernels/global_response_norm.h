@@ -43,6 +43,25 @@ void global_response_norm_backward_samples(const T* dy, const T* x, const T* gam
                                            int64_t B, int64_t S, int64_t C,
                                            const T* dx_scale = nullptr);
 
+// The backward of gelu_grn_samples from h alone, one sample at a time: the sample's GELU
+// values and slope, GRN's statistics and output are made again in per-thread blocks that stay
+// in cache (the bits of gelu_grn_samples), the output goes to `a`, and dy (GRN's output
+// gradient) becomes dh in its own memory, GELU's slope applied (the bits of
+// global_response_norm_backward_samples with dx_scale), unless need_dh is false; dgamma and
+// dbeta as there (either may be null). Memory sees h and dy read and a and dh written, once each.
+template <class T>
+void gelu_grn_backward_samples(const T* h, bool tanh_form, const T* gamma, const T* beta,
+                               double eps, T* a, T* dy, bool need_dh, T* dgamma, T* dbeta,
+                               int64_t B, int64_t S, int64_t C);
+
+// The same with the output rounded to bf16 as it is made, as a weight gradient's kept operand
+// (bf16_gemm.h Bf16Rows): by rows (the words of gelu_grn_samples_bf16) or, with row_pairs, by
+// pairs of rows, which needs an even S (a pair never spans two samples).
+void gelu_grn_backward_samples_bf16(const float* h, bool tanh_form, const float* gamma,
+                                    const float* beta, double eps, uint32_t* a_words,
+                                    bool row_pairs, float* dy, bool need_dh, float* dgamma,
+                                    float* dbeta, int64_t B, int64_t S, int64_t C);
+
 // The forward as plain loops (channel by channel): within 1e-12 of the kernel in float64.
 template <class T>
 void global_response_norm_samples_reference(const T* x, const T* gamma, const T* beta,

@@ -358,8 +358,9 @@ Tensor affine_linear(const Tensor& x, const Tensor& scale, const Tensor& shift,
 }
 
 // a = grn(gelu(h)): only h is kept. GELU and GRN are made one sample at a time, so GELU's
-// values are read back from cache (in backward they are kept too, with GELU's slope, for GRN's
-// gradient), and GRN's gradient applies that slope in its own pass.
+// values are read back from cache; backward makes them again with GELU's slope and GRN's
+// gradient in the same pass over each sample (values_and_grads), so neither goes to memory.
+// (values, rounded_values and grads serve a backward that needs dW or dh but not both.)
 Tensor gelu_grn_linear(const Tensor& h, const Tensor& gamma, const Tensor& beta, double eps,
                        const Tensor& weight, const Tensor& bias, GeluApprox approx,
                        const Tensor& out_scale) {
@@ -376,6 +377,10 @@ Tensor gelu_grn_linear(const Tensor& h, const Tensor& gamma, const Tensor& beta,
   m.rounded_values = [=](const Tensor& h, MapState& state, Bf16Rows& rounded) {
     detail::gelu_grn_values(h, tanh_form, gm, bt, eps, state.stats, &state.act, &state.slope,
                             &rounded);
+  };
+  m.values_and_grads = [=](const Tensor& h, const Tensor& da, const std::vector<bool>& need,
+                           Tensor& a, Bf16Rows* rounded) {
+    return detail::gelu_grn_values_and_grads(h, tanh_form, gm, bt, eps, da, need, a, rounded);
   };
   m.grads = [=](const Tensor&, const MapState& state, const Tensor& da,
                 const std::vector<bool>& need) {

@@ -162,6 +162,38 @@ Tensor gelu_grn_values(const Tensor& h, bool tanh_form, const Tensor& gamma, con
   return out;
 }
 
+std::vector<Tensor> gelu_grn_values_and_grads(const Tensor& h, bool tanh_form, const Tensor& gamma,
+                                              const Tensor& beta, double eps, const Tensor& g,
+                                              const std::vector<bool>& need, Tensor& a,
+                                              Bf16Rows* rounded) {
+  const GrnDims d = grn_dims(h, gamma, beta);
+  const int64_t B = d.B, S = d.S, C = d.C;
+  Tensor dh = g;  // in g's memory
+  Tensor dgamma = need[1] ? Tensor::empty({C}, g.dtype()) : Tensor();
+  Tensor dbeta = need[2] ? Tensor::empty({C}, g.dtype()) : Tensor();
+  if (rounded) {
+    check(h.dtype() == DType::f32, "gelu_grn: a bf16 output asked for of ", dtype_name(h.dtype()));
+    *rounded = make_bf16_rows(B * S, C, /*row_pairs=*/S % 2 == 0);
+    kernels::gelu_grn_backward_samples_bf16(
+        h.data<float>(), tanh_form, gamma.data<float>(), beta.data<float>(), eps,
+        rounded->words(), rounded->row_pairs, dh.data<float>(), need[0],
+        need[1] ? dgamma.data<float>() : nullptr, need[2] ? dbeta.data<float>() : nullptr, B, S,
+        C);
+  } else {
+    a = Tensor::empty(h.shape(), h.dtype());
+    dispatch(h.dtype(), [&](auto z) {
+      using T = decltype(z);
+      kernels::gelu_grn_backward_samples(h.data<T>(), tanh_form, gamma.data<T>(), beta.data<T>(),
+                                         eps, a.data<T>(), dh.data<T>(), need[0],
+                                         need[1] ? dgamma.data<T>() : nullptr,
+                                         need[2] ? dbeta.data<T>() : nullptr, B, S, C);
+    });
+  }
+  const double gelu_flops = tanh_form ? gelu_math::kTanhFlops : gelu_math::kErfFlops;
+  add_flops((gelu_flops + 6.0) * double(h.numel()));
+  return std::vector<Tensor>{need[0] ? dh : Tensor(), dgamma, dbeta};
+}
+
 // With P_bc = sum_s G x and a_c = gamma_c P_bc:
 //   dL/dg_k = (a_k - mean_c(a_c n_c)) / (mu + eps),
 //   dx_sc = G_sc (1 + gamma_c n_c) + x_sc * dL/dg_c / g_c   (0 where g_c == 0),

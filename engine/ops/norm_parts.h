@@ -37,6 +37,16 @@ Tensor grn_values(const Tensor& x, const Tensor& gamma, const Tensor& beta, doub
 Tensor gelu_grn_values(const Tensor& h, bool tanh_form, const Tensor& gamma, const Tensor& beta,
                        double eps, std::vector<double>& stats, Tensor* act, Tensor* slope,
                        Bf16Rows* rounded = nullptr);
+// gelu_grn_values and grn_grads (with GELU's slope) in one pass, one sample at a time, from h
+// and GRN's output gradient g: GRN's output into `a` or, with `rounded` (float h), rounded to
+// bf16 into it (by pairs of rows where a sample has an even number of rows); g becomes dh in
+// its own memory. Returns {dh, dgamma, dbeta}, each undefined where `need` (those three) is
+// false. The bits of the two halves; what it saves is the memory traffic of GELU's values and
+// slope, which never leave the cache.
+std::vector<Tensor> gelu_grn_values_and_grads(const Tensor& h, bool tanh_form, const Tensor& gamma,
+                                              const Tensor& beta, double eps, const Tensor& g,
+                                              const std::vector<bool>& need, Tensor& a,
+                                              Bf16Rows* rounded);
 // dx is multiplied by dx_scale, where defined, in the same pass (GELU's slope before GRN).
 std::vector<Tensor> grn_grads(const Tensor& x, const Tensor& gamma,
                               const std::vector<double>& stats, const Tensor& g, bool need_x,
