@@ -33,10 +33,11 @@ int64_t round_up(int64_t x, int64_t to) {
 }
 
 // Where a product's operands come from besides float matrices, and what it leaves: A or B made
-// on demand (a null a or b), B kept in bf16 (a null b), A's rounded words kept for later, and
+// on demand (a null a or b), A already rounded to bf16 by rows, B kept in bf16 (a null b), A's rounded words kept for later, and
 // the sums of a transposed A's columns (see chunks_packing_both).
 struct Sources {
   const MadeRows* made_a = nullptr;
+  const Bf16Rows* rounded_a = nullptr;  // A already rounded, by rows (a null a)
   const MadeRows* made_b = nullptr;
   const Bf16Rows* kept_b = nullptr;
   Bf16Rows* keep_a = nullptr;
@@ -115,9 +116,18 @@ void rows_packing_a(const Layout& layout, const detail::Bf16Operands& packed_b, 
     ops.stream_c = stream_c;
     for (int64_t q = q0; q < q1; ++q) {
       const int64_t i0 = q * block_rows, rows = std::min(block_rows, m - i0);
-      if (made) made->fill(i0, i0 + rows, 0, k, made_rows.data());
-      detail::pairs_of_rows(rows, k, made ? made_rows.data() : a + i0 * lda, made ? k : lda,
-                            block.data(), pairs);
+      if (from.rounded_a) {  // the words the packer would make: copied, padding zero
+        for (int64_t i = 0; i < rows; ++i) {
+          const uint32_t* words = from.rounded_a->words() + (i0 + i) * from.rounded_a->ld();
+          std::copy(words, words + from.rounded_a->pairs(), block.data() + i * pairs);
+          std::fill(block.data() + i * pairs + from.rounded_a->pairs(),
+                    block.data() + (i + 1) * pairs, 0u);
+        }
+      } else {
+        if (made) made->fill(i0, i0 + rows, 0, k, made_rows.data());
+        detail::pairs_of_rows(rows, k, made ? made_rows.data() : a + i0 * lda, made ? k : lda,
+                              block.data(), pairs);
+      }
       if (from.keep_a) keep_by_row_pairs(block.data(), pairs, i0, rows, *from.keep_a);
       std::fill(block.data() + rows * pairs, block.data() + layout.packed_rows(rows) * pairs, 0u);
       for (int64_t p = 0; p < pairs; p += chunk)
@@ -264,7 +274,8 @@ void product_on_fmas(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float al
   std::vector<float> whole;
   if (from.made_a || from.made_b) whole = made_whole(from.made_a ? *from.made_a : *from.made_b);
   if (from.kept_b) whole = floats_of(*from.kept_b);
-  if (from.made_a) a = whole.data();
+  if (from.rounded_a) whole = floats_of(*from.rounded_a);
+  if (from.made_a || from.rounded_a) a = whole.data();
   if (from.made_b || from.kept_b) b = whole.data();
   if (from.keep_a) round_by_row_pairs(m, k, a, lda, *from.keep_a);
   detail::bf16_product_fma(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, start);
@@ -321,6 +332,13 @@ void gemm_bf16_made_a(const MadeRows& a, int64_t n, const float* b, int64_t ldb,
                       int64_t ldc, const float* start, Bf16Tiles tiles) {
   product(false, true, a.rows, n, a.cols, 1.0f, nullptr, a.cols, b, ldb, 0.0f, c, ldc, start, tiles,
           {.made_a = &a});
+}
+
+void gemm_bf16_rounded_a(const Bf16Rows& a, int64_t n, const float* b, int64_t ldb, float* c,
+                         int64_t ldc, const float* start, Bf16Tiles tiles) {
+  check(!a.row_pairs, "gemm_bf16_rounded_a: A must be rounded by rows, not by pairs of rows");
+  product(false, true, a.rows, n, a.cols, 1.0f, nullptr, a.cols, b, ldb, 0.0f, c, ldc, start,
+          tiles, {.rounded_a = &a});
 }
 
 void gemm_bf16_made_b(int64_t m, const float* a, int64_t lda, const MadeRows& b, float* c,

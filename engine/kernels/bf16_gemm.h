@@ -83,6 +83,11 @@ void gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, c
 // C (a.rows x n) = A B^T + start, B (n x a.cols), rows ldb apart: a convolution's forward;
 void gemm_bf16_made_a(const MadeRows& a, int64_t n, const float* b, int64_t ldb, float* c,
                       int64_t ldc, const float* start = nullptr, Bf16Tiles tiles = Bf16Tiles::best);
+// The same forward with A already rounded to bf16 by rows (Bf16Rows, row_pairs false): its
+// words are the packer's, so the product has the bits of the one on the floats they round.
+void gemm_bf16_rounded_a(const Bf16Rows& a, int64_t n, const float* b, int64_t ldb, float* c,
+                         int64_t ldc, const float* start = nullptr,
+                         Bf16Tiles tiles = Bf16Tiles::best);
 // C (m x b.cols) = A^T B, A (b.rows x m), rows lda apart: its weight gradient.
 void gemm_bf16_made_b(int64_t m, const float* a, int64_t lda, const MadeRows& b, float* c,
                       int64_t ldc, Bf16Tiles tiles = Bf16Tiles::best);

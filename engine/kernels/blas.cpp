@@ -226,6 +226,11 @@ void gemm_bias_keeping_a(int64_t m, int64_t n, int64_t k, const float* a, const 
   gemm_bf16_keeping_a(m, n, k, a, b, bias, c, kept);
 }
 
+void gemm_bias_rounded(const Bf16Rows& a, int64_t n, const float* b, const float* bias, float* c) {
+  check(products_keep_bf16(), "gemm_bias_rounded: a bf16 operand outside bf16 mode");
+  gemm_bf16_rounded_a(a, n, b, a.cols, c, n, bias);
+}
+
 void gemm_tn_sums(int64_t m, const float* a, const Bf16Rows& b, float* c, float* sums) {
   gemm_bf16_tn_sums(m, a, b, c, sums);
 }

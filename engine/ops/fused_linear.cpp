@@ -11,7 +11,9 @@
 // has a linear without a map (scaled_linear), whose float input is then not held. GELU's
 // values, which backward makes again, the bf16 forward's product makes a block of rows at a
 // time as it packs them (kernels/made_rows.h): never stored, with the same bits; backward's
-// pass writes them rounded to bf16, as dW's product reads them.
+// pass writes them rounded to bf16, as dW's product reads them. GRN's output, which needs a
+// whole sample's statistics before its first value, the bf16 forward writes rounded to bf16 as
+// the product packs it, half the bytes of the floats, and the product reads the words as they are.
 //
 // Optionally a per-channel scale s (LayerScale) follows the product: y = s * (a W^T + b).
 // Op by op, LayerScale would keep the product for ds = sum_rows dy * (a W^T + b); here ds
@@ -69,9 +71,9 @@ struct InputMap {
   // themselves: LayerNorm's and an affine's. In bf16 mode such a map's linear keeps its input
   // rounded to bf16 for dW, and backward makes nothing again.
   bool grads_from_forward_state = false;
-  // Optional: `values` with the values rounded to bf16 into `rounded` instead of a tensor, as
-  // dW's product reads them, for backward in bf16 mode (GRN: half the bytes written and read
-  // back, the same bits).
+  // Optional: `values` with the values rounded to bf16 by rows into `rounded` instead of a
+  // tensor, as the products read them, for the forward and backward in bf16 mode (GRN: half
+  // the bytes written and read back, and no packing of them; the same bits).
   std::function<void(const Tensor& x, MapState& state, Bf16Rows& rounded)> rounded_values;
   // Optional, for a map of one element at a time (GELU): its values as rows made on demand
   // (kernels/made_rows.h), with the bits of `values`. Where the products make rows (bf16
@@ -139,9 +141,14 @@ Tensor fused_linear(const char* op, const char* input, const Tensor& x, const In
   Tensor out;
   {
     MapState state;
-    if (map && map->made_values && !kept && x.dtype() == DType::f32 && x.numel() > 0 &&
-        products_make_rows()) {
+    const bool bf16_rows = !kept && x.dtype() == DType::f32 && x.numel() > 0 &&
+                           products_make_rows();
+    if (map && map->made_values && bf16_rows) {
       out = detail::linear_values_made(map->made_values(x.detach()), weight, bias, p);
+    } else if (map && map->rounded_values && bf16_rows) {
+      Bf16Rows rounded;  // the map's values as the product reads them: half the bytes
+      map->rounded_values(x.detach(), state, rounded);
+      out = detail::linear_values_rounded(rounded, weight, bias, p);
     } else {
       const Tensor a = map ? map->values(x.detach(), state) : x.detach();
       out = detail::linear_values(a, weight, bias, p, kept ? &kept->input : nullptr);
@@ -375,8 +382,9 @@ Tensor gelu_grn_linear(const Tensor& h, const Tensor& gamma, const Tensor& beta,
                                    keep ? &state.act : nullptr, keep ? &state.slope : nullptr);
   };
   m.rounded_values = [=](const Tensor& h, MapState& state, Bf16Rows& rounded) {
-    detail::gelu_grn_values(h, tanh_form, gm, bt, eps, state.stats, &state.act, &state.slope,
-                            &rounded);
+    const bool keep = state.for_backward;
+    detail::gelu_grn_values(h, tanh_form, gm, bt, eps, state.stats, keep ? &state.act : nullptr,
+                            keep ? &state.slope : nullptr, &rounded);
   };
   m.values_and_grads = [=](const Tensor& h, const Tensor& da, const std::vector<bool>& need,
                            Tensor& a, Bf16Rows* rounded) {

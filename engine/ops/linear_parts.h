@@ -35,6 +35,11 @@ bool keeps_bf16_input(const Tensor& x);
 Tensor linear_values_made(const MadeRows& x, const Tensor& weight, const Tensor& bias,
                           const LinearPlan& p);
 
+// The same for float rows already rounded to bf16 by rows (Bf16Rows), in bf16 mode: the bits
+// of linear_values on the floats they round.
+Tensor linear_values_rounded(const Bf16Rows& x, const Tensor& weight, const Tensor& bias,
+                             const LinearPlan& p);
+
 // dy^T a for dy (rows, out) and a (rows, in), a linear's dW before any scale, with its FLOPs;
 // with `col`, also sum(dy, {0}) into it with the `sum` op's bits, taken in the same pass over dy
 // where the products pack it (kernels/blas.h gemm_tn_sums).

@@ -228,14 +228,34 @@ Tensor linear_values(const Tensor& x, const Tensor& weight, const Tensor& bias, 
   return out;
 }
 
-Tensor linear_values_made(const MadeRows& x, const Tensor& weight, const Tensor& bias,
-                          const LinearPlan& p) {
+namespace {
+
+// A float forward y = x W^T + b into a new output, with its FLOPs, for an x that is not a
+// float tensor: product(out, bias or null) runs the product.
+template <class Product>
+Tensor linear_values_of(const Tensor& weight, const Tensor& bias, const LinearPlan& p,
+                        Product product) {
   Tensor out = Tensor::empty(p.out_shape, weight.dtype());
-  gemm_bias_made(x, p.out_features, weight.data<float>(),
-                 bias.defined() ? bias.data<float>() : nullptr, out.data<float>());
+  product(out.data<float>(), bias.defined() ? bias.data<float>() : nullptr);
   add_flops(2.0 * double(p.rows) * p.in_features * p.out_features, /*is_matmul=*/true);
   if (bias.defined()) add_flops(double(p.rows) * p.out_features);
   return out;
+}
+
+}  // namespace
+
+Tensor linear_values_made(const MadeRows& x, const Tensor& weight, const Tensor& bias,
+                          const LinearPlan& p) {
+  return linear_values_of(weight, bias, p, [&](float* out, const float* b) {
+    gemm_bias_made(x, p.out_features, weight.data<float>(), b, out);
+  });
+}
+
+Tensor linear_values_rounded(const Bf16Rows& x, const Tensor& weight, const Tensor& bias,
+                             const LinearPlan& p) {
+  return linear_values_of(weight, bias, p, [&](float* out, const float* b) {
+    gemm_bias_rounded(x, p.out_features, weight.data<float>(), b, out);
+  });
 }
 
 namespace {
