@@ -33,8 +33,9 @@ int64_t round_up(int64_t x, int64_t to) {
 }
 
 // Where a product's operands come from besides float matrices, and what it leaves: A or B made
-// on demand (a null a or b), A already rounded to bf16 by rows, B kept in bf16 (a null b), A's rounded words kept for later, and
-// the sums of a transposed A's columns (see chunks_packing_both).
+// on demand (a null a or b), A already rounded to bf16 by rows (a null a), B kept in bf16 (a
+// null b), A's rounded words kept for later, and the sums of a transposed A's columns (see
+// chunks_packing_both).
 struct Sources {
   const MadeRows* made_a = nullptr;
   const Bf16Rows* rounded_a = nullptr;  // A already rounded, by rows (a null a)

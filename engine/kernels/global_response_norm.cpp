@@ -171,27 +171,28 @@ void global_response_norm_backward_samples(const T* dy, const T* x, const T* gam
 namespace {
 
 // The backward of GRN(GELU(h)) from h, one sample at a time: the sample's GELU values and
-// slope and GRN's statistics and output are made again into per-thread blocks that stay in
-// cache, with gelu_grn_samples' bits; take_output(b, y) gets the sample's output; then GRN's
-// backward (grn_backward_sample) turns dy into dh in place, GELU's slope applied, unless
-// need_dh is false. Memory sees h and dy read and dh and the output written, once each.
+// slope and GRN's statistics are made again into per-thread blocks that stay in cache, with
+// gelu_grn_samples' bits, and its output into `a` where that is given (else into a per-thread
+// block); take_output(b, y) then gets the sample's output; then GRN's backward
+// (grn_backward_sample) turns dy into dh in place, GELU's slope applied, unless need_dh is
+// false. Memory sees h and dy read and dh and the output written, once each.
 template <class T, class TakeOutput>
 void gelu_grn_backward_by_sample(const T* h, bool tanh_form, const T* gamma, const T* beta,
-                                 double eps, T* dy, bool need_dh, T* dgamma, T* dbeta, int64_t B,
-                                 int64_t S, int64_t C, TakeOutput&& take_output) {
+                                 double eps, T* a, T* dy, bool need_dh, T* dgamma, T* dbeta,
+                                 int64_t B, int64_t S, int64_t C, TakeOutput&& take_output) {
   std::vector<double> P(B * C), Q(B * C), n(B * C);
   parallel_for(B, grain_for(S * C), [&](int64_t b0, int64_t b1) {
     thread_local std::vector<T> act, slope, y;  // the sample's, grown once per shape
     for (auto* block : {&act, &slope, &y})
-      if (block->size() < size_t(S * C)) block->resize(size_t(S * C));
+      if (block->size() < size_t(S * C) && (block != &y || !a)) block->resize(size_t(S * C));
     std::vector<double> norm(C), direct(C), through_norm(C);
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t at = b * S * C;
+      T* yb = a ? a + at : y.data();
       double divisor = 0;
       gelu_block(h + at, act.data(), slope.data(), S * C, tanh_form);
-      grn_sample(act.data(), gamma, beta, eps, y.data(), norm.data(), n.data() + b * C, &divisor,
-                 S, C);
-      take_output(b, static_cast<const T*>(y.data()));
+      grn_sample(act.data(), gamma, beta, eps, yb, norm.data(), n.data() + b * C, &divisor, S, C);
+      take_output(b, static_cast<const T*>(yb));
       grn_backward_sample(dy + at, act.data(), gamma, norm.data(), n.data() + b * C, divisor,
                           need_dh ? dy + at : nullptr, slope.data(), P.data() + b * C,
                           Q.data() + b * C, direct.data(), through_norm.data(), S, C);
@@ -206,10 +207,8 @@ template <class T>
 void gelu_grn_backward_samples(const T* h, bool tanh_form, const T* gamma, const T* beta,
                                double eps, T* a, T* dy, bool need_dh, T* dgamma, T* dbeta,
                                int64_t B, int64_t S, int64_t C) {
-  gelu_grn_backward_by_sample(h, tanh_form, gamma, beta, eps, dy, need_dh, dgamma, dbeta, B, S,
-                              C, [&](int64_t b, const T* y) {
-                                std::copy(y, y + S * C, a + b * S * C);
-                              });
+  gelu_grn_backward_by_sample(h, tanh_form, gamma, beta, eps, a, dy, need_dh, dgamma, dbeta, B,
+                              S, C, [](int64_t, const T*) {});
 }
 
 void gelu_grn_backward_samples_bf16(const float* h, bool tanh_form, const float* gamma,
@@ -218,8 +217,8 @@ void gelu_grn_backward_samples_bf16(const float* h, bool tanh_form, const float*
                                     float* dbeta, int64_t B, int64_t S, int64_t C) {
   const int64_t pairs = (C + 1) / 2, pair_ld = Bf16Rows::row_pairs_ld(C);
   gelu_grn_backward_by_sample(
-      h, tanh_form, gamma, beta, eps, dy, need_dh, dgamma, dbeta, B, S, C,
-      [&](int64_t b, const float* y) {
+      h, tanh_form, gamma, beta, eps, static_cast<float*>(nullptr), dy, need_dh, dgamma, dbeta,
+      B, S, C, [&](int64_t b, const float* y) {
         for (int64_t s = 0; s < S; s += row_pairs ? 2 : 1) {
           const int64_t r = b * S + s;
           if (row_pairs)

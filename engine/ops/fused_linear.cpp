@@ -13,7 +13,7 @@
 // time as it packs them (kernels/made_rows.h): never stored, with the same bits; backward's
 // pass writes them rounded to bf16, as dW's product reads them. GRN's output, which needs a
 // whole sample's statistics before its first value, the bf16 forward writes rounded to bf16 as
-// the product packs it, half the bytes of the floats, and the product reads the words as they are.
+// the product would pack it, half the floats' bytes, and the product takes those words as A.
 //
 // Optionally a per-channel scale s (LayerScale) follows the product: y = s * (a W^T + b).
 // Op by op, LayerScale would keep the product for ds = sum_rows dy * (a W^T + b); here ds
