@@ -13,6 +13,7 @@
 #include <limits>
 
 #include "engine/core/rng.h"
+#include "tests/scratch_dir.h"
 
 using namespace vg;
 namespace fs = std::filesystem;
@@ -20,9 +21,7 @@ namespace fs = std::filesystem;
 namespace {
 
 fs::path temp_dir() {
-  fs::path dir = fs::temp_directory_path() / ("vg_ckpt_test_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir;
+  return vg::testing::scratch_dir("ckpt_test");
 }
 
 Checkpoint sample() {

@@ -4,7 +4,6 @@
 #include "engine/io/json_reader.h"
 
 #include <doctest/doctest.h>
-#include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
@@ -15,6 +14,7 @@
 #include "engine/io/checkpoint.h"
 #include "engine/io/json_tensor.h"
 #include "engine/io/json_writer.h"
+#include "tests/scratch_dir.h"
 
 using namespace vg;
 using nlohmann::json;
@@ -23,9 +23,7 @@ namespace fs = std::filesystem;
 namespace {
 
 fs::path temp_file(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("vg_json_reader_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir / name;
+  return vg::testing::scratch_dir("json_reader") / name;
 }
 
 std::string base64_of(const std::string& bytes) {

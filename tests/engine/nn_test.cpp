@@ -15,9 +15,9 @@ using namespace vg;
 using vg::testing::expect_close;
 using vg::testing::fixture_tensor;
 using vg::testing::load_fixture;
-using vg::testing::variable;
 using vg::testing::reference_layer_norm;
 using vg::testing::reference_softmax;
+using vg::testing::variable;
 
 TEST_CASE("layer_norm and softmax match their composed references") {
   Tensor x = variable({3, 4, 6}, 11), w = variable({6}, 12), b = variable({6}, 13);

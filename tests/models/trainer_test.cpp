@@ -12,6 +12,7 @@
 
 #include "engine/core/error.h"
 #include "models/trainer/observers.h"
+#include "tests/scratch_dir.h"
 
 using namespace vg;
 namespace fs = std::filesystem;
@@ -33,9 +34,7 @@ std::unique_ptr<Run> tiny_run(const std::string& name, int64_t accum = 1) {
   o.steps = 6;
   o.log_every = 2;
   std::unique_ptr<Run> run = build_run(o, 0);
-  run->out_dir = (fs::temp_directory_path() / ("vg_trainer_" + name)).string();
-  fs::remove_all(run->out_dir);
-  fs::create_directories(run->out_dir);
+  run->out_dir = vg::testing::scratch_dir("trainer_" + name).string();
   return run;
 }
 

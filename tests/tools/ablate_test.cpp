@@ -9,8 +9,8 @@
 #include "tests/tools/cli_helpers.h"
 #include "tests/tools/xml_check.h"
 
-using vg::testing::fresh_dir;
 using vg::testing::read_text;
+using vg::testing::scratch_dir;
 using vg::testing::vitgrad;
 using vg::testing::xml_problem;
 
@@ -49,7 +49,7 @@ const std::string kSmall = "--data synthetic --synthetic-size 200 --dim 16 --hea
 }  // namespace
 
 TEST_CASE("ablate trains four variants and writes a report with a table and plots") {
-  const fs::path dir = fresh_dir("ablate");
+  const fs::path dir = scratch_dir("ablate");
   const auto r =
       vitgrad("ablate " + kSmall + "--depth 3 --steps 4 --log-every 1 --out " + dir.string());
   INFO(r.err);
@@ -93,7 +93,7 @@ TEST_CASE("ablate trains four variants and writes a report with a table and plot
 }
 
 TEST_CASE("ablate's report names the recipe's augmentations") {
-  const fs::path dir = fresh_dir("ablate-augment");
+  const fs::path dir = scratch_dir("ablate-augment");
   const auto r = vitgrad("ablate " + kSmall +
                          "--depth 2 --steps 2 --aa rand-m7-mstd0.5 --mixup 0.1 --cutmix 1 --out " +
                          dir.string());
@@ -105,7 +105,7 @@ TEST_CASE("ablate's report names the recipe's augmentations") {
 }
 
 TEST_CASE("ablate reports a variant whose loss turns non-finite as diverged") {
-  const fs::path dir = fresh_dir("ablate_diverge");
+  const fs::path dir = scratch_dir("ablate_diverge");
   const auto r = vitgrad(
       "ablate " + kSmall +
       "--depth 6 --steps 8 --opt sgd --lr 100 --clip 0 --wd 0 --no-augment --out " + dir.string());

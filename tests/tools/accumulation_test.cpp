@@ -11,8 +11,8 @@
 #include "engine/io/checkpoint.h"
 #include "tests/tools/cli_helpers.h"
 
-using vg::testing::fresh_dir;
 using vg::testing::read_text;
+using vg::testing::scratch_dir;
 using vg::testing::vitgrad;
 namespace fs = std::filesystem;
 
@@ -37,7 +37,7 @@ std::vector<nlohmann::json> records(const fs::path& dir, const char* kind) {
 }  // namespace
 
 TEST_CASE("accumulated micro-batches train as one big batch, epoch by epoch") {
-  const fs::path dir = fresh_dir("accumulation");
+  const fs::path dir = scratch_dir("accumulation");
   const auto small = vitgrad(kRun + "--batch 8 --accum 3 --out " + (dir / "accum").string());
   INFO(small.err);
   REQUIRE(small.exit_code == 0);

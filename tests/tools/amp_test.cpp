@@ -13,8 +13,8 @@
 #include "tests/tools/cli_helpers.h"
 
 using vg::testing::bf16_run_env;
-using vg::testing::fresh_dir;
 using vg::testing::read_text;
+using vg::testing::scratch_dir;
 using vg::testing::vitgrad;
 namespace fs = std::filesystem;
 
@@ -80,7 +80,7 @@ TEST_CASE("a short run with --amp bf16 follows the fp32 run's losses") {
     MESSAGE("skipped: this CPU has neither bf16 units nor AVX2 and FMA");
     return;
   }
-  const fs::path dir = fresh_dir("amp_follow");
+  const fs::path dir = scratch_dir("amp_follow");
   std::map<std::string, std::map<int64_t, double>> losses;
   for (const std::string amp : {"fp32", "bf16"}) {
     const auto r =
@@ -112,7 +112,7 @@ TEST_CASE("a config file's train section sets \"amp\": \"bf16\"") {
     MESSAGE("skipped: this CPU has neither bf16 units nor AVX2 and FMA");
     return;
   }
-  CHECK(amp_recorded_from_config_file(fresh_dir("amp_config"), "bf16", *env) == "bf16");
+  CHECK(amp_recorded_from_config_file(scratch_dir("amp_config"), "bf16", *env) == "bf16");
 }
 
 TEST_CASE("train --amp bf16 N steps, resume, N more == 2N steps without stopping (bitwise)") {
@@ -121,7 +121,7 @@ TEST_CASE("train --amp bf16 N steps, resume, N more == 2N steps without stopping
     MESSAGE("skipped: this CPU has neither bf16 units nor AVX2 and FMA");
     return;
   }
-  const fs::path dir = fresh_dir("amp_resume");
+  const fs::path dir = scratch_dir("amp_resume");
   const std::string recipe = kRecipe + "--amp bf16 --accum 2 --dropout 0.1 ";
   auto a = vitgrad(recipe + "--steps 6 --out " + (dir / "a").string(), *env);
   INFO(a.err);
@@ -152,7 +152,7 @@ TEST_CASE("eval --amp bf16 gives the test loss a bf16 run logged for its last ep
     MESSAGE("skipped: this CPU has neither bf16 units nor AVX2 and FMA");
     return;
   }
-  const fs::path dir = fresh_dir("amp_eval");
+  const fs::path dir = scratch_dir("amp_eval");
   const auto r = vitgrad(kRecipe + "--epochs 1 --amp bf16 --out " + (dir / "run").string(), *env);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
@@ -199,7 +199,7 @@ TEST_CASE("bench --amp bf16 reports the bf16 GEMM peak beside the sgemm one") {
 TEST_CASE(
     "train --amp auto runs bf16 where the CPU's bf16 units are the faster, fp32 elsewhere, and "
     "records which") {
-  const fs::path dir = fresh_dir("amp_auto");
+  const fs::path dir = scratch_dir("amp_auto");
   for (const bool hide_units : {false, true}) {
     const fs::path out = dir / (hide_units ? "none" : "best");
     const auto r = vitgrad(kRecipe + "--steps 2 --amp auto --out " + out.string(),
@@ -216,7 +216,7 @@ TEST_CASE(
 }
 
 TEST_CASE("--amp bf16 on a CPU without bf16 units, or a wrong --amp, is one clear error") {
-  const fs::path dir = fresh_dir("amp_error");
+  const fs::path dir = scratch_dir("amp_error");
   for (const std::string& command :
        {kRecipe + "--steps 2 --amp bf16 --out " + (dir / "t").string(),
         std::string("bench --depth 2 --dim 16 --heads 2 --batch 8 --steps 1 --amp bf16"),

@@ -11,8 +11,8 @@
 #include "tests/tools/cli_helpers.h"
 
 using nlohmann::json;
-using vg::testing::fresh_dir;
 using vg::testing::read_text;
+using vg::testing::scratch_dir;
 using vg::testing::vitgrad;
 namespace fs = std::filesystem;
 
@@ -66,7 +66,7 @@ struct Case {
 }  // namespace
 
 TEST_CASE("every bad checkpoint, config, data file and flag is one line and exit code 2") {
-  const fs::path dir = fresh_dir("bad_inputs");
+  const fs::path dir = scratch_dir("bad_inputs");
   const fs::path run = dir / "run";
   const auto trained = vitgrad("train " + kTiny + "--steps 2 --out " + run.string());
   INFO(trained.err);
@@ -297,7 +297,7 @@ TEST_CASE("every bad checkpoint, config, data file and flag is one line and exit
 // The kernels' environment variables are read where the kernels start, each taking the values
 // it knows: any other value (a typo) is refused before the command runs, not ignored.
 TEST_CASE("a kernel setting in the environment that is none of its values is one line, exit 2") {
-  const fs::path dir = fresh_dir("bad_kernel_settings");
+  const fs::path dir = scratch_dir("bad_kernel_settings");
   for (const std::string env : {"VITGRAD_GEMM=avx3", "VITGRAD_BF16_UNITS=amx"}) {
     const auto r = vitgrad("train " + kTiny + "--steps 1 --out " + (dir / "out").string(), env);
     INFO(env, "\nstderr: ", r.err);

@@ -7,8 +7,8 @@
 
 #include "tests/tools/cli_helpers.h"
 
-using vg::testing::fresh_dir;
 using vg::testing::read_text;
+using vg::testing::scratch_dir;
 using vg::testing::vitgrad;
 namespace fs = std::filesystem;
 
@@ -25,7 +25,7 @@ TEST_CASE("fp32 training gives the same bits whichever kernel family OpenBLAS ru
       "train --data synthetic --synthetic-size 40 --stem conv:8,16 --patch 1 --depth 1 --dim 16 "
       "--heads 2 "
       "--batch 20 --steps 3 --log-every 1 --amp fp32 --seed 5 --threads 2 --out ";
-  const fs::path dir = fresh_dir("blas_family");
+  const fs::path dir = scratch_dir("blas_family");
   for (const std::string family : {"Prescott", "Haswell"}) {
     const auto r = vitgrad(train + (dir / family).string(),
                            "VITGRAD_KEEP_CORETYPE=1 OPENBLAS_CORETYPE=" + family);

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "engine/kernels/matmul_precision.h"
+#include "tests/scratch_dir.h"
 
 namespace vg::testing {
 
@@ -54,15 +55,6 @@ inline std::optional<std::string> bf16_run_env() {
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
     return "VITGRAD_BF16_UNITS=fma";
   return std::nullopt;
-}
-
-// A fresh, empty folder for one test.
-inline std::filesystem::path fresh_dir(const std::string& name) {
-  const auto dir =
-      std::filesystem::temp_directory_path() / ("vg_" + name + "_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
 }
 
 }  // namespace vg::testing

@@ -9,8 +9,8 @@
 
 #include "tests/tools/cli_helpers.h"
 
-using vg::testing::fresh_dir;
 using vg::testing::read_text;
+using vg::testing::scratch_dir;
 using vg::testing::vitgrad;
 namespace fs = std::filesystem;
 
@@ -27,7 +27,7 @@ double percent_after(const std::string& text, const std::string& label) {
 }
 
 TEST_CASE("train, eval, resume, summary, plot, graph and gradcheck work end to end") {
-  const fs::path dir = fresh_dir("cli_flow");
+  const fs::path dir = scratch_dir("cli_flow");
   const std::string run = (dir / "run").string();
   auto r =
       vitgrad("train " + kTiny + "--steps 12 --log-every 4 --layerscale 1e-4 --grn --out " + run);
@@ -123,7 +123,7 @@ TEST_CASE("train, eval, resume, summary, plot, graph and gradcheck work end to e
 }
 
 TEST_CASE("every misuse is one line on stderr and exit code 2") {
-  const fs::path dir = fresh_dir("cli_misuse");
+  const fs::path dir = scratch_dir("cli_misuse");
   const std::string ck = (dir / "bad.json").string();
   std::ofstream(ck) << "{\"format\": \"vitgrad-checkpoint\", \"version\": 9}";
   const std::vector<std::pair<std::string, std::string>> cases = {
@@ -223,7 +223,7 @@ void check_refused(const std::string& args, const std::string& message) {
 }
 
 TEST_CASE("a forgotten value is refused, not taken from the next flag") {
-  const fs::path dir = fresh_dir("cli_values");
+  const fs::path dir = scratch_dir("cli_values");
   check_refused("train " + kTiny + "--steps 1 --out --no-augment",
                 "vitgrad train: --out needs a value, got --no-augment");
   CHECK_FALSE(fs::exists(dir / "--no-augment"));
@@ -268,7 +268,7 @@ TEST_CASE("--threads above the cores this process can use is one warning line") 
   REQUIRE(sched_getaffinity(0, sizeof(set), &set) == 0);
   const int cores = CPU_COUNT(&set);
   if (cores >= 256) return;  // --threads stops at 256: nothing to warn about here
-  const fs::path dir = fresh_dir("cli_threads");
+  const fs::path dir = scratch_dir("cli_threads");
   const std::string run = (dir / "run").string();
   const std::string warning = "vitgrad train: warning: --threads " + std::to_string(cores + 1) +
                               " is more than the " + std::to_string(cores) +

@@ -7,8 +7,8 @@
 #include "tests/tools/cli_helpers.h"
 
 using nlohmann::json;
-using vg::testing::fresh_dir;
 using vg::testing::read_text;
+using vg::testing::scratch_dir;
 using vg::testing::vitgrad;
 namespace fs = std::filesystem;
 
@@ -30,7 +30,7 @@ json read_json(const fs::path& path) { return json::parse(read_text(path)); }
 }  // namespace
 
 TEST_CASE("train --config with a run's config.json repeats that run bit for bit") {
-  const fs::path dir = fresh_dir("config_repeat");
+  const fs::path dir = scratch_dir("config_repeat");
   // A recipe far from the defaults in every part the train section holds.
   auto r = vitgrad(
       "train --data synthetic --synthetic-size 400 --depth 2 --dim 16 --heads 2 --batch 40 "
@@ -56,7 +56,7 @@ TEST_CASE("train --config with a run's config.json repeats that run bit for bit"
 }
 
 TEST_CASE("flags override a --config file's model and recipe one by one") {
-  const fs::path dir = fresh_dir("config_override");
+  const fs::path dir = scratch_dir("config_override");
   const fs::path file = dir / "config.json";
   std::ofstream(file) << json{{"model", {{"depth", 2}, {"embed_dim", 16}, {"num_heads", 2}}},
                               {"train",
@@ -84,7 +84,7 @@ TEST_CASE("flags override a --config file's model and recipe one by one") {
 }
 
 TEST_CASE("a plain ViTConfig file gives the model and leaves the default recipe") {
-  const fs::path dir = fresh_dir("config_plain");
+  const fs::path dir = scratch_dir("config_plain");
   const fs::path file = dir / "vit.json";
   std::ofstream(file) << R"({"depth": 2, "embed_dim": 16, "num_heads": 2})";
   const auto r = vitgrad("train --config " + file.string() +
@@ -98,7 +98,7 @@ TEST_CASE("a plain ViTConfig file gives the model and leaves the default recipe"
 }
 
 TEST_CASE("an unknown section or key in a --config file names the file, section and key") {
-  const fs::path dir = fresh_dir("config_keys");
+  const fs::path dir = scratch_dir("config_keys");
   const std::vector<std::pair<std::string, std::string>> cases = {
       {R"({"model": {}, "train": {"lr_min": 0.1}})",
        "unknown key 'lr_min' in section 'train' (did you mean 'min_lr'?)"},

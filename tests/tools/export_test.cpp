@@ -7,13 +7,13 @@
 #include "tests/tools/cli_helpers.h"
 
 using nlohmann::json;
-using vg::testing::fresh_dir;
 using vg::testing::read_text;
+using vg::testing::scratch_dir;
 using vg::testing::vitgrad;
 namespace fs = std::filesystem;
 
 TEST_CASE("export keeps config and weights only; eval and --init read it") {
-  const fs::path dir = fresh_dir("export");
+  const fs::path dir = scratch_dir("export");
   const std::string run = (dir / "run").string(), ck = run + "/last.json";
   auto r = vitgrad(
       "train --data synthetic --depth 1 --dim 16 --heads 2 --batch 50 "

@@ -10,10 +10,10 @@
 #include "tests/tools/cli_helpers.h"
 
 using nlohmann::json;
-using vg::testing::fresh_dir;
 using vg::testing::idx_bytes;
 using vg::testing::pattern;
 using vg::testing::read_text;
+using vg::testing::scratch_dir;
 using vg::testing::vitgrad;
 using vg::testing::write_file;
 namespace fs = std::filesystem;
@@ -53,7 +53,7 @@ std::vector<double> numbers(const json& j) {
 TEST_CASE(
     "train --data-dir on 12x10 colour images: the model fits the data, eval reads the "
     "checkpoint's normalisation") {
-  const fs::path root = fresh_dir("idx_colour");
+  const fs::path root = scratch_dir("idx_colour");
   const fs::path data = colour_folder(root, "data"), out = root / "run";
   const auto r =
       vitgrad("train --data-dir " + data.string() + kSmall + "--steps 3 --out " + out.string());
@@ -95,7 +95,7 @@ TEST_CASE(
 }
 
 TEST_CASE("a given normalisation on MNIST-style grey files is recorded, and resume is exact") {
-  const fs::path root = fresh_dir("idx_grey");
+  const fs::path root = scratch_dir("idx_grey");
   const fs::path data = root / "data";
   fs::create_directories(data);
   // 9x9 grey images (3-dimensional files, one channel), 4 classes; patch 3 divides 9.
@@ -130,7 +130,7 @@ TEST_CASE("a given normalisation on MNIST-style grey files is recorded, and resu
 }
 
 TEST_CASE("bad IDX folders and data flags are one line each, naming the file and the numbers") {
-  const fs::path root = fresh_dir("idx_bad");
+  const fs::path root = scratch_dir("idx_bad");
   struct Case {
     std::string name, flags, message;
   };

@@ -11,8 +11,8 @@
 #include "tests/tools/cli_helpers.h"
 
 using nlohmann::json;
-using vg::testing::fresh_dir;
 using vg::testing::read_text;
+using vg::testing::scratch_dir;
 using vg::testing::vitgrad;
 namespace fs = std::filesystem;
 
@@ -33,7 +33,7 @@ std::string tiny_run(const fs::path& dir) {
 }  // namespace
 
 TEST_CASE("safetensors export and import carry the weights to the bit") {
-  const fs::path dir = fresh_dir("interop_roundtrip");
+  const fs::path dir = scratch_dir("interop_roundtrip");
   const std::string ck = tiny_run(dir), st = (dir / "m.safetensors").string(),
                     back = (dir / "back.json").string(), weights = (dir / "w.json").string();
   auto r = vitgrad("export " + ck + " --format safetensors -o " + st);
@@ -77,7 +77,7 @@ TEST_CASE("safetensors export and import carry the weights to the bit") {
 }
 
 TEST_CASE("a stem model's export carries the stem: safetensors to the bit, ONNX Conv nodes") {
-  const fs::path dir = fresh_dir("interop_stem");
+  const fs::path dir = scratch_dir("interop_stem");
   const std::string run = (dir / "run").string(), st = (dir / "m.safetensors").string(),
                     back = (dir / "back.json").string(), weights = (dir / "w.json").string();
   auto r = vitgrad("train" + kModel + " --stem conv:4,8 --patch 1 --batch 20 --steps 2 "
@@ -109,7 +109,7 @@ TEST_CASE("a stem model's export carries the stem: safetensors to the bit, ONNX 
 }
 
 TEST_CASE("import --add-layerscale 1.0 keeps the model's function and records LayerScale") {
-  const fs::path dir = fresh_dir("interop_layerscale");
+  const fs::path dir = scratch_dir("interop_layerscale");
   const std::string ck = tiny_run(dir), st = (dir / "m.safetensors").string(),
                     ls = (dir / "ls.json").string();
   REQUIRE(vitgrad("export " + ck + " --format safetensors -o " + st).exit_code == 0);
@@ -129,7 +129,7 @@ TEST_CASE("import --add-layerscale 1.0 keeps the model's function and records La
 }
 
 TEST_CASE("import: a file that does not fit the model is one line and exit code 2") {
-  const fs::path dir = fresh_dir("interop_bad");
+  const fs::path dir = scratch_dir("interop_bad");
   const std::string ck = tiny_run(dir), st = (dir / "m.safetensors").string(),
                     out = (dir / "out.json").string();
   REQUIRE(vitgrad("export " + ck + " --format safetensors -o " + st).exit_code == 0);

@@ -8,8 +8,8 @@
 
 #include "tests/tools/cli_helpers.h"
 
-using vg::testing::fresh_dir;
 using vg::testing::read_text;
+using vg::testing::scratch_dir;
 using vg::testing::vitgrad;
 namespace fs = std::filesystem;
 
@@ -30,7 +30,7 @@ std::set<std::string> checkpoints_in(const fs::path& dir) {
 }  // namespace
 
 TEST_CASE("--keep chooses the checkpoint files a run writes, and a resumed run keeps to it") {
-  const fs::path dir = fresh_dir("keep");
+  const fs::path dir = scratch_dir("keep");
   auto r = vitgrad(kTinyRun + "--steps 6 --save-every 2 --keep last,steps --out " +
                    (dir / "steps").string());
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);

@@ -17,8 +17,8 @@
 #include "engine/io/checkpoint.h"
 #include "tests/tools/cli_helpers.h"
 
-using vg::testing::fresh_dir;
 using vg::testing::read_text;
+using vg::testing::scratch_dir;
 using vg::testing::vitgrad;
 namespace fs = std::filesystem;
 
@@ -98,7 +98,7 @@ std::map<int64_t, double> losses_by_step(const fs::path& metrics) {
 }  // namespace
 
 TEST_CASE("kill -9 during saves, resume each time: the same bits as an uninterrupted run") {
-  const fs::path dir = fresh_dir("kill_resume");
+  const fs::path dir = scratch_dir("kill_resume");
   const fs::path whole = dir / "whole", killed = dir / "killed";
   const auto reference =
       vitgrad(kRecipe + "--steps " + std::to_string(kSteps) + " --out " + whole.string());
@@ -199,7 +199,7 @@ TEST_CASE(
       "train --data synthetic --synthetic-size 30 --depth 1 --dim 8 --heads 2 --batch 10 "
       "--dropout 0.1 --threads 1 --log-every 1 --save-every 1 --seed 5 --steps " +
       std::to_string(kShort) + " ";
-  const fs::path dir = fresh_dir("crash_campaign");
+  const fs::path dir = scratch_dir("crash_campaign");
   // The reference, uninterrupted; its training time (from its first record) bounds the moments.
   const pid_t first = start(recipe + "--out " + (dir / "whole").string());
   REQUIRE(wait_for_first_record(dir / "whole", first));

@@ -16,8 +16,8 @@
 #include "tests/tools/cli_helpers.h"
 
 using nlohmann::json;
-using vg::testing::fresh_dir;
 using vg::testing::read_text;
+using vg::testing::scratch_dir;
 using vg::testing::vitgrad;
 namespace fs = std::filesystem;
 
@@ -72,7 +72,7 @@ int exit_code(pid_t pid) {
 }  // namespace
 
 TEST_CASE("resuming a checkpoint behind the run's latest continues in a new folder") {
-  const fs::path dir = fresh_dir("branch");
+  const fs::path dir = scratch_dir("branch");
   const fs::path run = dir / "run";
   REQUIRE(vitgrad("train " + kTiny + "--steps 10 --save-every 5 --out " + run.string()).exit_code ==
           0);
@@ -108,7 +108,7 @@ TEST_CASE("resuming a checkpoint behind the run's latest continues in a new fold
 TEST_CASE("SIGINT and SIGTERM finish the step, save last.json, say how to resume, exit 130/143") {
   for (const int sig : {SIGINT, SIGTERM}) {
     INFO("signal ", sig);
-    const fs::path dir = fresh_dir("signal_" + std::to_string(sig));
+    const fs::path dir = scratch_dir("signal_" + std::to_string(sig));
     const fs::path run = dir / "run", err = dir / "err.txt";
     const pid_t pid =
         start("train " + kTiny + "--steps 1000000 --log-every 1 --out " + run.string(), err);
@@ -135,7 +135,7 @@ TEST_CASE("SIGINT and SIGTERM finish the step, save last.json, say how to resume
 }
 
 TEST_CASE("a second SIGINT ends the run at once and keeps the last good checkpoint") {
-  const fs::path dir = fresh_dir("signal_twice");
+  const fs::path dir = scratch_dir("signal_twice");
   const fs::path run = dir / "run", err = dir / "err.txt";
   // Steps long enough (a wider model, one thread) for the second signal to land in one.
   const pid_t pid = start(
@@ -160,7 +160,7 @@ TEST_CASE("a second SIGINT ends the run at once and keeps the last good checkpoi
 }
 
 TEST_CASE("one-line warnings: warmup as long as the run, a finished schedule extended") {
-  const fs::path dir = fresh_dir("warnings");
+  const fs::path dir = scratch_dir("warnings");
   const auto warm =
       vitgrad("train " + kTiny + "--steps 5 --warmup 5 --out " + (dir / "a").string());
   CHECK(warm.exit_code == 0);
@@ -176,7 +176,7 @@ TEST_CASE("one-line warnings: warmup as long as the run, a finished schedule ext
 }
 
 TEST_CASE("a resume with no steps left prints the checkpoint's accuracy, not 0.00%") {
-  const fs::path dir = fresh_dir("zero_steps");
+  const fs::path dir = scratch_dir("zero_steps");
   const auto r = vitgrad("train " + kTiny + "--steps 10 --out " + (dir / "run").string());
   REQUIRE(r.exit_code == 0);
   std::smatch m;
@@ -188,7 +188,7 @@ TEST_CASE("a resume with no steps left prints the checkpoint's accuracy, not 0.0
 }
 
 TEST_CASE("a full disk stops the run with one line and keeps what was whole") {
-  const fs::path dir = fresh_dir("full_disk");
+  const fs::path dir = scratch_dir("full_disk");
   // A file-size limit stands for the full disk; the shell ignores SIGXFSZ so a write fails
   // with an error instead of killing the process.
   const std::string limited = "trap '' XFSZ; ulimit -f 8;";
@@ -221,7 +221,7 @@ TEST_CASE("a full disk stops the run with one line and keeps what was whole") {
 }
 
 TEST_CASE("a folder whose run saved no checkpoint is not offered for --resume") {
-  const fs::path dir = fresh_dir("no_checkpoint");
+  const fs::path dir = scratch_dir("no_checkpoint");
   fs::create_directories(dir / "run");
   std::ofstream(dir / "run" / "config.json") << "{}";
   const auto r = vitgrad("train " + kTiny + "--steps 1 --out " + (dir / "run").string());

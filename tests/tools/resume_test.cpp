@@ -7,8 +7,8 @@
 
 #include "tests/tools/cli_helpers.h"
 
-using vg::testing::fresh_dir;
 using vg::testing::read_text;
+using vg::testing::scratch_dir;
 using vg::testing::vitgrad;
 namespace fs = std::filesystem;
 
@@ -27,7 +27,7 @@ std::map<int64_t, double> losses_by_step(const fs::path& metrics) {
 }  // namespace
 
 TEST_CASE("train 2N steps == train N, resume in a fresh process, train N more (bitwise)") {
-  const fs::path dir = fresh_dir("resume");
+  const fs::path dir = scratch_dir("resume");
   // Dropout, drop-path, augmentation and gradient accumulation all draw or carry state.
   // 380 images in batches of 40 are 10 micro-batches an epoch (the last one partial): with
   // --accum 2 an epoch is 5 steps, with --accum 3 it is 4 (the last of one micro-batch), so

@@ -59,7 +59,7 @@ void check_refused_without_bf16_units(const std::string& train_args, const fs::p
 }  // namespace
 
 TEST_CASE("the reference training command runs as written, on data, image size and a step limit") {
-  const auto dir = fresh_dir("reference_command");
+  const auto dir = scratch_dir("reference_command");
   const std::string limits = " --data synthetic --synthetic-size 10 --img-size 32 --max-steps 1";
   check_refused_without_bf16_units(kReference + limits, dir / "refused");
   // Where the CPU has no bf16 units, a stand-in runs the command as written (bf16_run_env); on
@@ -106,7 +106,7 @@ TEST_CASE("the reference training command runs as written, on data, image size a
 }
 
 TEST_CASE("timm's --amp switch alone means --amp bf16; --amp-dtype float16 is one clear error") {
-  const auto dir = fresh_dir("amp_switch");
+  const auto dir = scratch_dir("amp_switch");
   const std::string tiny =
       "--data synthetic --synthetic-size 20 --depth 1 --dim 16 --heads 2 "
       "--steps 1 --amp";
@@ -146,7 +146,7 @@ TEST_CASE("timm's flag names are aliases: listed in --help, twice is an error, t
 
 TEST_CASE("--warmup-epochs becomes warmup steps of the run's epochs") {
   // 100 synthetic images in batches of 10, 2 per step: 5 steps an epoch, 2 epochs -> 10.
-  const auto dir = fresh_dir("warmup_epochs");
+  const auto dir = scratch_dir("warmup_epochs");
   const CommandResult r = vitgrad(
       "train --data synthetic --synthetic-size 100 --batch-size 10 --grad-accum-steps 2 "
       "--warmup-epochs 2 --depth 1 --dim 16 --heads 2 --max-steps 1 --out " +
@@ -192,7 +192,7 @@ TEST_CASE("model names of timm and the reference become their configurations") {
 }
 
 TEST_CASE("with --ema, the EMA weights' test accuracy is printed and logged beside the raw ones'") {
-  const auto dir = fresh_dir("ema_accuracy");
+  const auto dir = scratch_dir("ema_accuracy");
   const CommandResult r = vitgrad("train --data synthetic --synthetic-size 40 --batch 20 --depth 1 "
                                   "--dim 16 --heads 2 --epochs 2 --ema 0.5 --out " +
                                   (dir / "run").string());

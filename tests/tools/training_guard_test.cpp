@@ -9,8 +9,8 @@
 #include "tests/tools/cli_helpers.h"
 
 using nlohmann::json;
-using vg::testing::fresh_dir;
 using vg::testing::read_text;
+using vg::testing::scratch_dir;
 using vg::testing::vitgrad;
 namespace fs = std::filesystem;
 
@@ -53,7 +53,7 @@ std::string with_weights(const fs::path& dir, const std::string& name, double va
 
 TEST_CASE(
     "a diverging run stops at the step whose loss is NaN and keeps the last good checkpoint") {
-  const fs::path dir = fresh_dir("diverge");
+  const fs::path dir = scratch_dir("diverge");
   const fs::path run = dir / "run";
   // Plain SGD at a learning rate of 100 blows up within a few steps.
   const auto r = vitgrad("train " + kTiny +
@@ -84,7 +84,7 @@ TEST_CASE(
 }
 
 TEST_CASE("a run that diverges before its first save says there is no checkpoint") {
-  const fs::path dir = fresh_dir("diverge_early");
+  const fs::path dir = scratch_dir("diverge_early");
   const std::string init = with_weights(dir, "blocks.1.attn.qkv.weight", 3e38);
   const auto r = vitgrad(
       "train --data synthetic --synthetic-size 100 --batch 20 --threads 1 "
@@ -115,7 +115,7 @@ std::string anomaly_line(const fs::path& dir, const std::string& init) {
 }  // namespace
 
 TEST_CASE("--detect-anomaly names the block of an overflow in the forward pass") {
-  const fs::path dir = fresh_dir("anomaly_forward");
+  const fs::path dir = scratch_dir("anomaly_forward");
   // qkv's inputs are normalised, so 3e38 weights overflow its output at once. Its first
   // element is Inf or NaN by the order the product's kernel adds in (a sum that meets both
   // +Inf and -Inf is NaN), so either names the overflow.
@@ -128,7 +128,7 @@ TEST_CASE("--detect-anomaly names the block of an overflow in the forward pass")
 }
 
 TEST_CASE("--detect-anomaly names the block of an overflow in the backward pass") {
-  const fs::path dir = fresh_dir("anomaly_backward");
+  const fs::path dir = scratch_dir("anomaly_backward");
   // proj's inputs are small: its output stays finite, the gradient through it does not.
   const std::string line = anomaly_line(dir, with_weights(dir, "blocks.0.attn.proj.weight", 3e37));
   INFO(line);
