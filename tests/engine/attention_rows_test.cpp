@@ -3,15 +3,16 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <vector>
 
 #include "engine/core/rng.h"
 #include "engine/kernels/row_sum.h"
 #include "engine/kernels/vec_math.h"
+#include "tests/engine/bits_helpers.h"
 
 using namespace vg;
+using vg::testing::same_bits;
 
 namespace {
 
@@ -26,10 +27,6 @@ void softmax_reference(float* row, int64_t n) {
 void softmax_grad_reference(const float* p, float* ds, int64_t n) {
   const double dot = vec::row_sum(n, [&](int64_t j) { return double(ds[j]) * p[j]; });
   for (int64_t j = 0; j < n; ++j) ds[j] = p[j] * (ds[j] - float(dot));
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
 std::vector<float> random_rows(int64_t count, float scale, Rng& rng) {

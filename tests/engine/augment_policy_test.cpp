@@ -2,13 +2,13 @@
 // draws come from, what a batch then holds, and that a saved loader resumes it exactly.
 #include <doctest/doctest.h>
 
-#include <cstring>
-
 #include "engine/core/error.h"
 #include "engine/core/rng.h"
 #include "engine/data/loader.h"
+#include "tests/engine/bits_helpers.h"
 
 using namespace vg;
+using vg::testing::same_bits;
 using namespace vg::data;
 
 namespace {
@@ -32,11 +32,6 @@ AugmentPolicy everything() {
   p.mixup.cutmix_alpha = 1.0;
   p.mixup.num_classes = 6;  // wider than the data's 4, as a model's head may be
   return p;
-}
-
-bool same_bits(const Tensor& a, const Tensor& b) {
-  return a.defined() == b.defined() && (!a.defined() || (a.shape() == b.shape() &&
-         std::memcmp(a.raw_data(), b.raw_data(), a.numel() * sizeof(float)) == 0));
 }
 
 }  // namespace

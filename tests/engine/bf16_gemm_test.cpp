@@ -18,19 +18,15 @@
 #include "engine/kernels/matmul_precision.h"
 #include "engine/kernels/precision_choice.h"
 #include "tests/engine/bf16_tiles_helpers.h"
+#include "tests/engine/bits_helpers.h"
 
 using namespace vg;
+using vg::testing::random_floats;
 
 namespace {
 
 bool have_bf16() {
   return bf16_hardware() != Bf16Hardware::none;
-}
-
-std::vector<float> random_floats(int64_t n, Rng& rng) {
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& e : v) e = float(rng.normal());
-  return v;
 }
 
 // gamma_n = n u / (1 - n u), u = 2^-24: the classic bound on the relative error of n float

@@ -3,7 +3,6 @@
 // tiles, since its words are the ones the packer would make.
 #include <doctest/doctest.h>
 
-#include <cstring>
 #include <vector>
 
 #include "engine/core/error.h"
@@ -14,16 +13,13 @@
 #include "engine/kernels/blas.h"
 #include "engine/kernels/matmul_precision.h"
 #include "tests/engine/bf16_tiles_helpers.h"
+#include "tests/engine/bits_helpers.h"
 
 using namespace vg;
+using vg::testing::random_floats;
+using vg::testing::same_bits;
 
 namespace {
-
-std::vector<float> random_floats(int64_t n, Rng& rng) {
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& e : v) e = float(rng.normal());
-  return v;
-}
 
 // x (rows x cols) rounded by rows, each row's pairs as the packer makes them.
 Bf16Rows rounded_rows(const std::vector<float>& x, int64_t rows, int64_t cols) {
@@ -31,10 +27,6 @@ Bf16Rows rounded_rows(const std::vector<float>& x, int64_t rows, int64_t cols) {
   for (int64_t r = 0; r < rows; ++r)
     detail::bf16_pairs_of_row(x.data() + r * cols, cols, out.words() + r * out.ld());
   return out;
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
 }  // namespace

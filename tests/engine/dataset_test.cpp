@@ -6,21 +6,17 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <cstring>
 
 #include "engine/core/error.h"
 #include "engine/core/rng.h"
 #include "engine/data/loader.h"
+#include "tests/engine/bits_helpers.h"
 
 using namespace vg;
+using vg::testing::same_bits;
 using namespace vg::data;
 
 namespace {
-
-bool same_bits(const Tensor& a, const Tensor& b) {
-  return a.shape() == b.shape() &&
-         std::memcmp(a.raw_data(), b.raw_data(), a.numel() * sizeof(float)) == 0;
-}
 
 // Image i of 3x4x2 pixels computed from i alone, label i % 5: a data set with no storage.
 class Computed final : public Dataset {

@@ -11,9 +11,11 @@
 
 #include "engine/core/rng.h"
 #include "engine/kernels/blas.h"
+#include "tests/engine/bits_helpers.h"
 #include "tests/engine/float_tiles_helpers.h"
 
 using namespace vg;
+using vg::testing::random_floats;
 
 namespace {
 
@@ -36,12 +38,6 @@ float chained(int64_t k, const std::function<float(int64_t)>& a,
       c = beta == 0.0f ? scaled : beta == 1.0f ? scaled + c0 : std::fma(beta, c0, scaled);
   }
   return c;
-}
-
-std::vector<float> random_floats(int64_t n, Rng& rng) {
-  std::vector<float> v(n);
-  for (float& e : v) e = float(rng.normal());
-  return v;
 }
 
 struct Product {

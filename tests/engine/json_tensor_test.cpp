@@ -4,10 +4,12 @@
 
 #include <bit>
 #include <cmath>
-#include <cstring>
 #include <limits>
 
+#include "tests/engine/bits_helpers.h"
+
 using namespace vg;
+using vg::testing::same_bits;
 using nlohmann::json;
 
 namespace {
@@ -15,11 +17,6 @@ namespace {
 // Writes, prints, parses and reads back: the full path a checkpoint takes.
 Tensor through_text(const Tensor& t) {
   return tensor_from_json(json::parse(tensor_to_json(t).dump()), "test tensor");
-}
-
-bool same_bits(const Tensor& a, const Tensor& b) {
-  return a.shape() == b.shape() && a.dtype() == b.dtype() &&
-         std::memcmp(a.raw_data(), b.raw_data(), a.numel() * dtype_size(a.dtype())) == 0;
 }
 
 }  // namespace

@@ -9,8 +9,10 @@
 #include "engine/core/error.h"
 #include "engine/core/parallel.h"
 #include "engine/core/rng.h"
+#include "tests/engine/bits_helpers.h"
 
 using namespace vg;
+using vg::testing::same_bits;
 using namespace vg::data;
 
 namespace {
@@ -27,11 +29,6 @@ TensorDataset small_dataset(int64_t n = 23) {
 
 const float* image(const TensorDataset& d, int64_t i) {
   return d.images().data<float>() + i * 60;
-}
-
-bool same_bits(const Tensor& a, const Tensor& b) {
-  return a.shape() == b.shape() &&
-         std::memcmp(a.raw_data(), b.raw_data(), a.numel() * sizeof(float)) == 0;
 }
 
 // Every sample index of one epoch, in the order the loader gives them.

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstring>
 #include <vector>
 
 #include "engine/autograd/autograd.h"
@@ -18,22 +17,15 @@
 #include "engine/kernels/matmul_precision.h"
 #include "engine/ops/ops.h"
 #include "tests/engine/bf16_tiles_helpers.h"
+#include "tests/engine/bits_helpers.h"
 #include "tests/engine/gradcheck_helpers.h"
 
 using namespace vg;
+using vg::testing::random_floats;
+using vg::testing::same_bits;
 using vg::testing::variable;
 
 namespace {
-
-std::vector<float> random_floats(int64_t n, Rng& rng) {
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& e : v) e = float(rng.normal());
-  return v;
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
 
 // A stored matrix handed out as rows made on demand; `largest` records the most rows asked
 // for at once.

@@ -3,12 +3,12 @@
 
 #include <doctest/doctest.h>
 
-#include <cstring>
 #include <string>
 #include <vector>
 
 #include "engine/core/rng.h"
 #include "engine/optim/param_groups.h"
+#include "tests/engine/bits_helpers.h"
 
 namespace vg::testing {
 
@@ -62,11 +62,6 @@ inline std::vector<double> minus(const std::vector<double>& a, const std::vector
   std::vector<double> d(a.size());
   for (size_t i = 0; i < a.size(); ++i) d[i] = a[i] - b[i];
   return d;
-}
-
-inline bool same_bits(const Tensor& a, const Tensor& b) {
-  return a.shape() == b.shape() && a.dtype() == b.dtype() &&
-         std::memcmp(a.raw_data(), b.raw_data(), a.numel() * dtype_size(a.dtype())) == 0;
 }
 
 }  // namespace vg::testing

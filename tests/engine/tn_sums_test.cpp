@@ -4,7 +4,6 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
-#include <cstring>
 #include <vector>
 
 #include "engine/core/parallel.h"
@@ -16,9 +15,11 @@
 #include "engine/kernels/matmul_precision.h"
 #include "engine/ops/ops.h"
 #include "tests/engine/bf16_tiles_helpers.h"
+#include "tests/engine/bits_helpers.h"
 #include "tests/engine/gradcheck_helpers.h"
 
 using namespace vg;
+using vg::testing::same_bits;
 
 namespace {
 
@@ -48,11 +49,6 @@ std::vector<float> columns_to_sum(int64_t k, int64_t m, uint64_t seed) {
     v[(k / 2 + rng.below(uint64_t(k - k / 2))) * m + i] = -0x1p60f;
   }
   return v;
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() &&
-         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
 // The column sums of A (k x m) as the `sum` op takes them.
