@@ -5,6 +5,7 @@
 #include "engine/kernels/gemm_simd.h"
 #include "engine/kernels/gemm_tiled.h"
 #include "engine/kernels/prefetch_tile.h"
+#include "engine/kernels/store_tile.h"
 #include "engine/kernels/transpose16.h"
 
 // GCC 12 inlines the plain (unmasked) shuffles as masked ones with an undefined pass-through
@@ -60,20 +61,7 @@ __attribute__((target("avx512f"))) void Avx512Tiles::multiply(int64_t k, const f
       for (int v = 0; v < V; ++v) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
     }
   }
-  const __m512 alpha_v = _mm512_set1_ps(alpha), beta_v = _mm512_set1_ps(beta);
-#pragma GCC unroll 12
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-    for (int v = 0; v < V; ++v) {
-      float* cp = c + r * ldc + v * kLanes;
-      const __mmask16 mask = v == V - 1 ? last : __mmask16(0xFFFF);
-      __m512 out = alpha == 1.0f ? acc[r][v] : _mm512_mul_ps(alpha_v, acc[r][v]);
-      if (beta != 0.0f) {  // beta = 0: C is not read (BLAS semantics: NaN there is dropped)
-        const __m512 old = _mm512_maskz_loadu_ps(mask, cp);
-        out = beta == 1.0f ? _mm512_add_ps(out, old) : _mm512_fmadd_ps(beta_v, old, out);
-      }
-      _mm512_mask_storeu_ps(cp, mask, out);
-    }
+  store_tile<R, V>(acc, alpha, beta, c, ldc, last);
 }
 
 }  // namespace
