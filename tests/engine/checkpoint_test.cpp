@@ -20,10 +20,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path temp_dir() {
-  return vg::testing::scratch_dir("ckpt_test");
-}
-
 Checkpoint sample() {
   Rng rng(5);
   Checkpoint c;
@@ -54,7 +50,7 @@ std::string with(std::string text, const std::string& from, const std::string& t
 }  // namespace
 
 TEST_CASE("a checkpoint round-trips float32 values to the same bits") {
-  const fs::path path = temp_dir() / "a.json";
+  const fs::path path = vg::testing::scratch_dir("ckpt_test") / "a.json";
   Checkpoint c = sample();
   save_checkpoint(path.string(), c);
   Checkpoint back = load_checkpoint(path.string());
@@ -71,7 +67,7 @@ TEST_CASE("a checkpoint round-trips float32 values to the same bits") {
 }
 
 TEST_CASE("saving replaces the file atomically and leaves no temporary behind") {
-  const fs::path dir = temp_dir() / "atomic";
+  const fs::path dir = vg::testing::scratch_dir("ckpt_test") / "atomic";
   fs::remove_all(dir);
   fs::create_directories(dir);
   const fs::path path = dir / "last.json";
@@ -118,7 +114,7 @@ TEST_CASE("malformed checkpoints are errors that name the file and the entry") {
 }
 
 TEST_CASE("a save that fails mid-write leaves the previous checkpoint intact") {
-  const fs::path dir = temp_dir() / "crash";
+  const fs::path dir = vg::testing::scratch_dir("ckpt_test") / "crash";
   fs::remove_all(dir);
   fs::create_directories(dir);
   const fs::path path = dir / "last.json";

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <doctest/doctest.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #include <cstdint>
@@ -13,19 +12,17 @@
 #include <vector>
 
 #include "engine/data/idx.h"
+#include "tests/scratch_dir.h"
 
 namespace vg::testing {
 
 namespace fs = std::filesystem;
 
-// A fresh directory under the system temp dir, removed with everything in it at the end.
+// A fresh scratch folder (tests/scratch_dir.h), removed with everything in it at the end of
+// its scope.
 struct TempDir {
   fs::path path;
-  explicit TempDir(const std::string& name) {
-    path = fs::temp_directory_path() / ("vg_data_test_" + std::to_string(::getpid()) + "_" + name);
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
+  explicit TempDir(const std::string& name) : path(scratch_dir("data_test_" + name)) {}
   ~TempDir() {
     std::error_code ec;
     fs::remove_all(path, ec);

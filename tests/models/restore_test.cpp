@@ -4,7 +4,6 @@
 #include "models/restore.h"
 
 #include <doctest/doctest.h>
-#include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
@@ -14,6 +13,7 @@
 #include "engine/io/json_tensor.h"
 #include "engine/ops/ops.h"
 #include "engine/optim/adamw.h"
+#include "tests/scratch_dir.h"
 
 using namespace vg;
 using nlohmann::json;
@@ -118,7 +118,7 @@ std::function<std::string(json, const std::string&)> edit(std::function<void(jso
 TEST_CASE("restore_checkpoint brings back a run's state bit for bit") {
   LiveRun a(1), b(2);
   CHECK(a.fingerprint() != b.fingerprint());
-  const fs::path path = fs::temp_directory_path() / ("vg_restore_" + std::to_string(::getpid()));
+  const fs::path path = vg::testing::scratch_dir("restore") / "last.json";
   save_checkpoint(path.string(), a.snapshot());
   restore_checkpoint(path.string(), b.targets());
   CHECK(a.fingerprint() == b.fingerprint());
@@ -137,8 +137,7 @@ TEST_CASE("every malformed checkpoint names the file and the entry and changes n
   LiveRun source(1), target(2);
   const std::string good = checkpoint_to_string(source.snapshot());
   const json doc = json::parse(good);
-  const fs::path path =
-      fs::temp_directory_path() / ("vg_malformed_" + std::to_string(::getpid()) + ".json");
+  const fs::path path = vg::testing::scratch_dir("malformed") / "last.json";
 
   const Case cases[] = {
       // the file as a whole

@@ -1,7 +1,6 @@
 // A ViT with a convolutional stem: where the stem sits in the model (its names, its place in
 // the forward, its parameter groups) and that checkpoints carry it.
 #include <doctest/doctest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -10,6 +9,7 @@
 #include "engine/optim/param_groups.h"
 #include "models/restore.h"
 #include "models/vit_layer_decay.h"
+#include "tests/scratch_dir.h"
 #include "tests/models/vit_helpers.h"
 
 using namespace vg;
@@ -99,8 +99,7 @@ TEST_CASE("A checkpoint of a stem ViT saves and restores the stem to the bit") {
   c.config = model.config().to_json();
   c.model = model.state_dict();
   CHECK(c.config.at("stem") == "conv:4,8");
-  const std::filesystem::path path =
-      std::filesystem::temp_directory_path() / ("vg_stem_" + std::to_string(getpid()) + ".json");
+  const std::filesystem::path path = vg::testing::scratch_dir("stem") / "stem.json";
   save_checkpoint(path.string(), c);
   const Checkpoint loaded = load_checkpoint(path.string());
   std::filesystem::remove(path);

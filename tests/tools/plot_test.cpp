@@ -1,6 +1,5 @@
 #include <doctest/doctest.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -8,6 +7,7 @@
 #include <sstream>
 
 #include "engine/core/error.h"
+#include "tests/scratch_dir.h"
 #include "tests/tools/xml_check.h"
 #include "tools/commands.h"
 
@@ -17,15 +17,10 @@ using vg::tools::UsageError;
 
 namespace {
 
-// A fresh folder per test case, removed at the end.
+// A fresh scratch folder per test case (tests/scratch_dir.h), removed at the end.
 struct TempDir {
   fs::path root;
-  explicit TempDir(const std::string& name)
-      : root(fs::temp_directory_path() /
-             ("vg_plot_test_" + std::to_string(::getpid()) + "_" + name)) {
-    fs::remove_all(root);
-    fs::create_directories(root);
-  }
+  explicit TempDir(const std::string& name) : root(vg::testing::scratch_dir("plot_test_" + name)) {}
   ~TempDir() { fs::remove_all(root); }
 
   // Writes runs/<run>/metrics.jsonl and returns its path.
