@@ -135,43 +135,96 @@ Node::~Node() {
   }
 }
 
+namespace {
+
+// backward() on a tensor no op made: its gradient goes straight into its .grad.
+void backward_into_leaf(const Tensor& root, const Tensor& grad0) {
+  check(root.requires_grad(),
+        "backward: the tensor does not require grad and was not made "
+        "by an op that does");
+  Tensor g = root.grad();
+  const bool summed = g.defined();
+  accumulate(g, grad0.clone());
+  if (t_anomaly && summed) check_finite(g, "backward", t_module_path, "gradient accumulation");
+  root.impl()->grad = g;
+}
+
+// For every node reachable from `root`, the number of edges that lead into it: its consumers.
+// Kahn's algorithm runs a node once all of its consumers have delivered their gradients.
+std::unordered_map<Node*, int> count_consumers(Node* root) {
+  std::unordered_map<Node*, int> consumers;
+  std::vector<Node*> stack{root};
+  consumers[root] = 0;
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    for (Edge& e : n->inputs) {
+      if (!e.node) continue;
+      auto [it, fresh] = consumers.emplace(e.node.get(), 0);
+      it->second++;
+      if (fresh) stack.push_back(e.node.get());
+    }
+  }
+  return consumers;
+}
+
+// n's backward on g, the gradient of n's output: one gradient per input. Without
+// retain_graph the node's saved tensors are released right after.
+std::vector<Tensor> run_node(Node& n, Tensor g, bool retain_graph) {
+  check(static_cast<bool>(n.backward), "backward: the graph through '", n.op,
+        "' was freed by an earlier backward(); call backward(retain_graph=true) the first "
+        "time to go through it again");
+  if (t_anomaly) check_finite(g, n.op, n.module, "backward (gradient of the output)");
+  std::vector<Tensor> input_grads;
+  {
+    // The ops a backward runs are not forward outputs: their result is checked in deliver(),
+    // as the gradient of this node, with its op and module path.
+    AnomalyGuard inside_backward(false);
+    input_grads = n.backward(g);
+  }
+  g = Tensor();
+  if (!retain_graph) n.backward = nullptr;  // releases the saved tensors now
+  n.ran = true;
+  check(input_grads.size() == n.inputs.size(), "backward of ", n.op, " returned ",
+        input_grads.size(), " gradients for ", n.inputs.size(), " inputs");
+  return input_grads;
+}
+
+// Adds input_grad, the gradient n's backward made for input edge e, to what e's node (in
+// `grads`) or leaf (its .grad) has received so far.
+void deliver(const Node& n, Edge& e, const Tensor& input_grad,
+             std::unordered_map<Node*, Tensor>& grads) {
+  Tensor gi = fit_to_input(input_grad, e, n);
+  if (t_anomaly) check_finite(gi, n.op, n.module, "backward");
+  Tensor* acc = e.node ? &grads[e.node.get()] : &e.leaf->grad;
+  // A stored gradient must not share memory with anything else: optimisers and later
+  // accumulation update it in place.
+  if (!e.node && !acc->defined() && !exclusively_owned(gi)) gi = gi.clone();
+  const bool summed = acc->defined();
+  accumulate(*acc, gi);
+  // Two finite gradients can sum to Inf; anomaly mode names the op whose gradient tipped it
+  // over, as it did when the sum was the op add.
+  if (t_anomaly && summed) check_finite(*acc, n.op, n.module, "gradient accumulation");
+}
+
+}  // namespace
+
 void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
   check(root.defined() && gradient.defined(), "backward: undefined tensor or gradient");
   check(gradient.shape() == root.shape(), "backward: gradient shape ", gradient.shape(),
         " does not match tensor shape ", root.shape());
   NoGradGuard no_grad;  // first-order only: backward records nothing
   const Tensor grad0 = gradient.dtype() == root.dtype() ? gradient : gradient.to(root.dtype());
-  if (!root.grad_fn()) {
-    check(root.requires_grad(),
-          "backward: the tensor does not require grad and was not made "
-          "by an op that does");
-    Tensor g = root.grad();
-    const bool summed = g.defined();
-    accumulate(g, grad0.clone());
-    if (t_anomaly && summed) check_finite(g, "backward", t_module_path, "gradient accumulation");
-    root.impl()->grad = g;
-    return;
-  }
+  if (!root.grad_fn()) return backward_into_leaf(root, grad0);
 
-  // Kahn's algorithm: count, for every reachable node, the edges that lead into it; a node
-  // runs once all of its consumers have delivered their gradients.
-  std::unordered_map<Node*, int> pending_consumers;
-  std::vector<Node*> stack{root.grad_fn().get()};
-  pending_consumers[stack[0]] = 0;
-  while (!stack.empty()) {
-    Node* n = stack.back();
-    stack.pop_back();
-    for (Edge& e : n->inputs) {
-      if (!e.node) continue;
-      auto [it, fresh] = pending_consumers.emplace(e.node.get(), 0);
-      it->second++;
-      if (fresh) stack.push_back(e.node.get());
-    }
-  }
-
-  std::unordered_map<Node*, Tensor> grads;
-  grads[root.grad_fn().get()] = grad0;
-  std::vector<Node*> ready{root.grad_fn().get()};
+  Node* const root_node = root.grad_fn().get();
+  std::unordered_map<Node*, int> pending_consumers = count_consumers(root_node);
+  std::unordered_map<Node*, Tensor> grads{{root_node, grad0}};
+  std::vector<Node*> ready{root_node};
+  // One consumer of e's node has delivered (or had nothing to deliver).
+  auto consumer_done = [&](const Edge& e) {
+    if (e.node && --pending_consumers[e.node.get()] == 0) ready.push_back(e.node.get());
+  };
   while (!ready.empty()) {
     Node* n = ready.back();
     ready.pop_back();
@@ -181,46 +234,17 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
       grads.erase(it);
     }
     if (!g.defined()) {  // no consumer produced a gradient: nothing flows through n
-      for (Edge& e : n->inputs)
-        if (e.node && --pending_consumers[e.node.get()] == 0) ready.push_back(e.node.get());
+      for (const Edge& e : n->inputs) consumer_done(e);
       continue;
     }
-    check(static_cast<bool>(n->backward), "backward: the graph through '", n->op,
-          "' was freed by an earlier backward(); call backward(retain_graph=true) the first "
-          "time to go through it again");
-    if (t_anomaly) check_finite(g, n->op, n->module, "backward (gradient of the output)");
-    OpProfiler* profiler = active_profiler();
+    OpProfiler* profiler = active_profiler();  // charged with the closure and the delivery
     const auto backward_start =
         profiler ? OpProfiler::Clock::now() : OpProfiler::Clock::time_point{};
-    std::vector<Tensor> input_grads;
-    {
-      // The ops a backward runs are not forward outputs: their result is checked below, as
-      // the gradient of this node, with its op and module path.
-      AnomalyGuard inside_backward(false);
-      input_grads = n->backward(g);
-    }
-    g = Tensor();
-    if (!retain_graph) n->backward = nullptr;  // releases the saved tensors now
-    n->ran = true;
-    check(input_grads.size() == n->inputs.size(), "backward of ", n->op, " returned ",
-          input_grads.size(), " gradients for ", n->inputs.size(), " inputs");
+    const std::vector<Tensor> input_grads = run_node(*n, std::move(g), retain_graph);
     for (size_t i = 0; i < n->inputs.size(); ++i) {
       Edge& e = n->inputs[i];
-      if (!e.needed()) continue;
-      if (input_grads[i].defined()) {
-        Tensor gi = fit_to_input(input_grads[i], e, *n);
-        if (t_anomaly) check_finite(gi, n->op, n->module, "backward");
-        Tensor* acc = e.node ? &grads[e.node.get()] : &e.leaf->grad;
-        // A stored gradient must not share memory with anything else: optimisers and later
-        // accumulation update it in place.
-        if (!e.node && !acc->defined() && !exclusively_owned(gi)) gi = gi.clone();
-        const bool summed = acc->defined();
-        accumulate(*acc, gi);
-        // Two finite gradients can sum to Inf; anomaly mode names the op whose gradient
-        // tipped it over, as it did when the sum was the op add.
-        if (t_anomaly && summed) check_finite(*acc, n->op, n->module, "gradient accumulation");
-      }
-      if (e.node && --pending_consumers[e.node.get()] == 0) ready.push_back(e.node.get());
+      if (e.needed() && input_grads[i].defined()) deliver(*n, e, input_grads[i], grads);
+      consumer_done(e);
     }
     if (profiler) profiler->charge(std::string(n->op) + " (backward)", backward_start);
   }
