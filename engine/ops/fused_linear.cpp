@@ -121,6 +121,150 @@ void check_out_scale(const char* op, const Tensor& s, const detail::LinearPlan& 
         dtype_name(w.dtype()));
 }
 
+// The forward's product on a = map(x) (a = x without a map): a made a block of rows at a time
+// as the product packs it, or rounded to bf16 first, or stored; with `kept`, also a rounded to
+// bf16 for dW, and the map's statistics. Every a made here is freed on return: the caller
+// keeps only x (and, in bf16 mode, perhaps a as bf16).
+Tensor forward_values(const Tensor& x, const InputMap* map, const Tensor& weight,
+                      const Tensor& bias, const detail::LinearPlan& p, KeptForward* kept) {
+  MapState state;
+  const bool bf16_rows = !kept && x.dtype() == DType::f32 && x.numel() > 0 && products_make_rows();
+  Tensor out;
+  if (map && map->made_values && bf16_rows) {
+    out = detail::linear_values_made(map->made_values(x.detach()), weight, bias, p);
+  } else if (map && map->rounded_values && bf16_rows) {
+    Bf16Rows rounded;  // the map's values as the product reads them: half the bytes
+    map->rounded_values(x.detach(), state, rounded);
+    out = detail::linear_values_rounded(rounded, weight, bias, p);
+  } else {
+    const Tensor a = map ? map->values(x.detach(), state) : x.detach();
+    out = detail::linear_values(a, weight, bias, p, kept ? &kept->input : nullptr);
+  }
+  if (kept) kept->state = std::move(state);
+  return out;
+}
+
+// fused_linear's backward: what it holds from the forward, and its three routes to the
+// gradients, by what the forward left (`kept`) and what the map offers. The recorded inputs
+// are x, the map's params, weight, bias, out_scale: `need` says which want a gradient.
+struct FusedLinearBackward {
+  std::vector<bool> need;
+  size_t n_map = 1;   // x and the map's params
+  Tensor xs;          // x; undefined without a map where a kept input stands in for it
+  Tensor ws, bs, ss;  // weight, bias, out_scale (the last two may be undefined)
+  Shape x_shape;
+  InputMap map;
+  bool has_map = false;
+  int64_t rows = 0, in_features = 0, out_features = 0;
+  std::shared_ptr<KeptForward> kept;
+
+  // One backward call's working state: dy as (rows, out), a gradient per input, and
+  // col = sum_rows dy (db before the scale, and a term of ds), made with dW's product.
+  struct Pass {
+    Tensor dy;
+    std::vector<Tensor> grads;
+    Tensor col;
+  };
+
+  std::vector<Tensor> operator()(const Tensor& g) const {
+    Pass pass{g.reshape({rows, out_features}), std::vector<Tensor>(need.size()), Tensor()};
+    if (need[ib()] && !need_weight()) {
+      pass.col = sum(pass.dy, {0});
+      pass.grads[ib()] = scaled() ? pass.col * ss : pass.col;
+    }
+    if (kept)
+      from_kept(pass);
+    else if (has_map && map.values_and_grads && need_weight() && need_input())
+      values_with_grads(pass);
+    else
+      values_made_again(pass);
+    return std::move(pass.grads);
+  }
+
+ private:
+  size_t iw() const { return n_map; }
+  size_t ib() const { return n_map + 1; }
+  size_t is() const { return n_map + 2; }
+  bool scaled() const { return ss.defined(); }
+  bool need_weight() const { return need[iw()] || need[is()]; }
+  bool need_col() const { return need[ib()] || (need[is()] && bs.defined()); }
+  bool need_input() const {  // x or a param of the map
+    return std::any_of(need.begin(), need.begin() + n_map, [](bool b) { return b; });
+  }
+  std::vector<bool> need_map() const { return {need.begin(), need.begin() + n_map}; }
+
+  // da = dy (s * W)
+  Tensor input_grad(const Pass& pass) const {
+    return matmul(pass.dy, scaled() ? scaled_weight(ws, ss) : ws).reshape(x_shape);
+  }
+  // db, ds and dW from G = dy^T a, with col taken in the same pass.
+  void grads_from(Pass& pass, const Tensor& G) const {
+    if (need[ib()]) pass.grads[ib()] = scaled() ? pass.col * ss : pass.col;
+    if (need[is()]) pass.grads[is()] = scale_grad(ws, G, bs, pass.col);
+    if (need[iw()]) pass.grads[iw()] = scaled() ? scaled_weight(G, ss) : G;
+  }
+  void weight_grads(Pass& pass, const Tensor& a) const {
+    grads_from(pass, detail::weight_product(pass.dy, a.reshape({rows, in_features}),
+                                            need_col() ? &pass.col : nullptr));
+  }
+  void weight_grads(Pass& pass, const Bf16Rows& a) const {  // a as dW's product reads it
+    grads_from(pass, detail::weight_product(pass.dy, a, need_col() ? &pass.col : nullptr));
+  }
+  void set_map_grads(Pass& pass, const std::vector<Tensor>& dmap) const {
+    for (size_t i = 0; i < n_map; ++i) pass.grads[i] = dmap[i];
+  }
+
+  // a as the forward rounded it, and the map's statistics: nothing made again.
+  void from_kept(Pass& pass) const {
+    if (need_weight()) weight_grads(pass, kept->input);
+    if (need_input() && !has_map)
+      pass.grads[0] = input_grad(pass);
+    else if (need_input())
+      set_map_grads(pass, map.grads(xs, kept->state, input_grad(pass), need_map()));
+  }
+
+  // The map's values made by the pass that makes its gradient (GELU), rounded to bf16 in bf16
+  // mode as dW's product reads them.
+  void values_with_grads(Pass& pass) const {
+    Tensor a;
+    Bf16Rows rounded;
+    const bool round = detail::keeps_bf16_input(xs);
+    const std::vector<Tensor> dmap =
+        map.values_and_grads(xs, input_grad(pass), need_map(), a, round ? &rounded : nullptr);
+    if (round)
+      weight_grads(pass, rounded);
+    else
+      weight_grads(pass, a);
+    set_map_grads(pass, dmap);
+  }
+
+  // The map's values (and state) made again for dW, freed before da is made; then the map's
+  // gradient, its values made there if dW did not need them.
+  void values_made_again(Pass& pass) const {
+    MapState state;
+    state.for_backward = true;
+    bool made = false;
+    if (need_weight() && has_map && map.rounded_values && detail::keeps_bf16_input(xs)) {
+      Bf16Rows rounded;
+      map.rounded_values(xs, state, rounded);
+      made = true;
+      weight_grads(pass, rounded);
+    } else if (need_weight()) {
+      const Tensor a = has_map ? map.values(xs, state) : xs;
+      made = has_map;
+      weight_grads(pass, a);
+    }
+    if (!need_input()) return;
+    const Tensor da = input_grad(pass);
+    if (!has_map) {
+      pass.grads[0] = da;
+      return;
+    }
+    if (!made) map.values(xs, state);
+    set_map_grads(pass, map.grads(xs, state, da, need_map()));
+  }
+};
+
 // y = out_scale * (map(x) W^T + b); map, bias and out_scale optional. The recorded inputs are
 // x, the map's params, weight, bias, out_scale (undefined ones included, for a fixed layout).
 Tensor fused_linear(const char* op, const char* input, const Tensor& x, const InputMap* map,
@@ -138,113 +282,27 @@ Tensor fused_linear(const char* op, const char* input, const Tensor& x, const In
   if (any_grad && (!map || map->grads_from_forward_state) && detail::keeps_bf16_input(x) &&
       (needs_grad(weight) || needs_grad(out_scale)))
     kept = std::make_shared<KeptForward>();
-  Tensor out;
-  {
-    MapState state;
-    const bool bf16_rows = !kept && x.dtype() == DType::f32 && x.numel() > 0 &&
-                           products_make_rows();
-    if (map && map->made_values && bf16_rows) {
-      out = detail::linear_values_made(map->made_values(x.detach()), weight, bias, p);
-    } else if (map && map->rounded_values && bf16_rows) {
-      Bf16Rows rounded;  // the map's values as the product reads them: half the bytes
-      map->rounded_values(x.detach(), state, rounded);
-      out = detail::linear_values_rounded(rounded, weight, bias, p);
-    } else {
-      const Tensor a = map ? map->values(x.detach(), state) : x.detach();
-      out = detail::linear_values(a, weight, bias, p, kept ? &kept->input : nullptr);
-    }
-    if (kept) kept->state = std::move(state);
-  }  // a is freed here: only x is kept (and, in bf16 mode, perhaps a as bf16)
+  Tensor out = forward_values(x, map, weight, bias, p, kept.get());
   // LayerScale's own forward (channel_affine's values), so the output has its bits.
   if (out_scale.defined()) out = detail::channel_affine_values(out, out_scale, Tensor());
   if (!any_grad) return record(op, out, inputs, nullptr);
 
-  std::vector<bool> need;
-  for (const Tensor& t : inputs) need.push_back(needs_grad(t));
-  const size_t n_map = 1 + params.size(), iw = n_map, ib = iw + 1, is = ib + 1;
-  const bool need_input = std::any_of(need.begin(), need.begin() + n_map, [](bool b) { return b; });
+  FusedLinearBackward backward;
+  for (const Tensor& t : inputs) backward.need.push_back(needs_grad(t));
+  backward.n_map = 1 + params.size();
   // Without a map, a kept input is all backward reads of x: the float x is not held.
-  const Tensor xs = kept && !map ? Tensor() : x.detach(), ws = weight.detach();
-  const Shape x_shape = x.shape();
-  const Tensor ss = out_scale.defined() ? out_scale.detach() : Tensor();
-  const Tensor bs = bias.defined() ? bias.detach() : Tensor();
-  const InputMap m = map ? *map : InputMap{};
-  const bool has_map = map != nullptr, scaled = out_scale.defined();
-  const int64_t rows = p.rows, in_features = p.in_features, out_features = p.out_features;
-  return record(op, out, inputs, [=](const Tensor& g) {
-    const Tensor g2 = g.reshape({rows, out_features});
-    std::vector<Tensor> grads(need.size());  // one per input (not `inputs`: x would be held)
-    const std::vector<bool> need_map(need.begin(), need.begin() + n_map);
-    const bool need_col = need[ib] || (need[is] && bs.defined());
-    const bool need_weight = need[iw] || need[is];
-    Tensor col;  // sum_rows dy: db before the scale, and a term of ds; made with G below
-    if (need[ib] && !need_weight) {
-      col = sum(g2, {0});
-      grads[ib] = scaled ? col * ss : col;
-    }
-    auto input_grad = [&] {  // da = dy (s * W)
-      return matmul(g2, scaled ? scaled_weight(ws, ss) : ws).reshape(x_shape);
-    };
-    auto grads_from = [&](const Tensor& G) {  // G = dy^T a, with col taken in the same pass
-      if (need[ib]) grads[ib] = scaled ? col * ss : col;
-      if (need[is]) grads[is] = scale_grad(ws, G, bs, col);
-      if (need[iw]) grads[iw] = scaled ? scaled_weight(G, ss) : G;
-    };
-    auto weight_grads = [&](const Tensor& a) {
-      grads_from(
-          detail::weight_product(g2, a.reshape({rows, in_features}), need_col ? &col : nullptr));
-    };
-    auto weight_grads_rounded = [&](const Bf16Rows& a) {  // a as dW's product reads it
-      grads_from(detail::weight_product(g2, a, need_col ? &col : nullptr));
-    };
-    if (kept) {  // a as the forward rounded it, and the map's statistics: nothing made again
-      if (need_weight) weight_grads_rounded(kept->input);
-      if (need_input && !has_map) {
-        grads[0] = input_grad();
-      } else if (need_input) {
-        const std::vector<Tensor> dmap = m.grads(xs, kept->state, input_grad(), need_map);
-        for (size_t i = 0; i < n_map; ++i) grads[i] = dmap[i];
-      }
-      return grads;
-    }
-    if (has_map && m.values_and_grads && need_weight && need_input) {
-      Tensor a;  // the map's values, made by the pass that makes its gradient
-      Bf16Rows rounded;
-      const bool round = detail::keeps_bf16_input(xs);
-      const std::vector<Tensor> dmap =
-          m.values_and_grads(xs, input_grad(), need_map, a, round ? &rounded : nullptr);
-      if (round)
-        weight_grads_rounded(rounded);
-      else
-        weight_grads(a);
-      for (size_t i = 0; i < n_map; ++i) grads[i] = dmap[i];
-      return grads;
-    }
-    MapState state;
-    state.for_backward = true;
-    bool made = false;  // the map's values (and state) made in this backward
-    if (need_weight && has_map && m.rounded_values && detail::keeps_bf16_input(xs)) {
-      Bf16Rows rounded;
-      m.rounded_values(xs, state, rounded);
-      made = true;
-      weight_grads_rounded(rounded);
-    } else if (need_weight) {
-      const Tensor a = has_map ? m.values(xs, state) : xs;
-      made = has_map;
-      weight_grads(a);
-    }  // the recomputed a is freed before da is made
-    if (need_input) {
-      const Tensor da = input_grad();
-      if (!has_map) {
-        grads[0] = da;
-      } else {
-        if (!made) m.values(xs, state);
-        std::vector<Tensor> dmap = m.grads(xs, state, da, need_map);
-        for (size_t i = 0; i < n_map; ++i) grads[i] = dmap[i];
-      }
-    }
-    return grads;
-  });
+  backward.xs = kept && !map ? Tensor() : x.detach();
+  backward.ws = weight.detach();
+  backward.bs = bias.defined() ? bias.detach() : Tensor();
+  backward.ss = out_scale.defined() ? out_scale.detach() : Tensor();
+  backward.x_shape = x.shape();
+  backward.map = map ? *map : InputMap{};
+  backward.has_map = map != nullptr;
+  backward.rows = p.rows;
+  backward.in_features = p.in_features;
+  backward.out_features = p.out_features;
+  backward.kept = std::move(kept);
+  return record(op, out, inputs, std::move(backward));
 }
 
 // The FLOPs of GELU's values over h, as the gelu op counts them.
