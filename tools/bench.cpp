@@ -137,9 +137,8 @@ void print_profile(const std::map<std::string, double>& seconds, int64_t steps) 
   }
 }
 
-}  // namespace
-
-int run_bench(const std::vector<std::string>& argv) {
+// The flags of `vitgrad bench`: the model's, then its own.
+std::vector<Flag> bench_flags() {
   std::vector<Flag> flags = model_flags();
   const std::vector<Flag> own = {
       {"--batch", "N", "images per step (default 128)"},
@@ -152,8 +151,160 @@ int run_bench(const std::vector<std::string>& argv) {
       {"--profile", "", "also print the time per op (forward and backward) and optimiser"},
       {"--json", "", "print one JSON line instead of the report"}};
   flags.insert(flags.end(), own.begin(), own.end());
+  return flags;
+}
+
+// What the timed steps measured: each step's seconds (ascending), how the processors' time
+// was shared, heap allocations and page faults per step, and with --profile the time per op.
+struct TimedSteps {
+  std::vector<double> sorted_seconds;
+  CpuShares cpu;
+  double allocs = 0, faults = 0;
+  std::map<std::string, double> profile;
+
+  double median() const {
+    const size_t n = sorted_seconds.size();
+    return n % 2 ? sorted_seconds[n / 2] : (sorted_seconds[n / 2 - 1] + sorted_seconds[n / 2]) / 2;
+  }
+};
+
+// `warmup` training steps (forward, cross-entropy, backward, AdamW), then `steps` timed ones.
+TimedSteps time_steps(ViT& model, const Tensor& images, const std::vector<int32_t>& labels,
+                      int64_t warmup, int64_t steps, bool profile) {
+  optim::AdamW opt(optim::param_groups_weight_decay(model.named_parameters(), 0.05));
+  opt.set_lr(1e-3);
+  std::optional<OpProfiler> profiler;
+  auto step = [&] {
+    if (profiler) profiler->mark();
+    Tensor loss = cross_entropy(model.forward(images), labels);
+    loss.item();
+    loss.backward();
+    ProfileSection section("optimiser (AdamW step, zero_grad)");
+    opt.step();
+    opt.zero_grad();
+  };
+  for (int64_t i = 0; i < warmup; ++i) step();
+  const MemoryStats before = memory_stats();
+  const int64_t faults_before = page_faults_so_far();
+  if (profile) profiler.emplace();
+  const std::optional<CpuTicks> ticks_before = read_cpu_ticks();
+  TimedSteps timed;
+  for (int64_t i = 0; i < steps; ++i) {
+    const auto t0 = Clock::now();
+    step();
+    timed.sorted_seconds.push_back(seconds_since(t0));
+  }
+  timed.cpu = shares_between(ticks_before, read_cpu_ticks());
+  timed.allocs = double(memory_stats().heap_allocations - before.heap_allocations) / double(steps);
+  timed.faults = double(page_faults_so_far() - faults_before) / double(steps);
+  if (profiler) timed.profile = profiler->seconds();
+  std::sort(timed.sorted_seconds.begin(), timed.sorted_seconds.end());
+  return timed;
+}
+
+// A bench run's figures, and the rates they are set against, measured after the steps.
+struct BenchReport {
+  int64_t batch = 0;
+  bool bf16 = false;
+  TimedSteps timed;
+  double median = 0, ips = 0, gflops = 0, matmul_flops = 0;
+  double sgemm = 0, peak = 0, units = 0, rss = 0;
+  std::string core;
+};
+
+BenchReport report_on(const TimedSteps& timed, int64_t batch, double matmul_flops, bool bf16) {
+  BenchReport r;
+  r.batch = batch;
+  r.bf16 = bf16;
+  r.timed = timed;
+  r.matmul_flops = matmul_flops;
+  r.median = timed.median();
+  r.ips = double(batch) / r.median;
+  r.gflops = matmul_flops / r.median / 1e9;
+  r.sgemm = gemm_peak_gflops(false);
+  r.peak = bf16 ? gemm_peak_gflops(true) : r.sgemm;
+  r.units = units_peak_gflops(bf16);
+  r.rss = peak_rss_mb();
+  r.core = blas_core_name();
+  return r;
+}
+
+void print_json(const BenchReport& r) {
+  const CpuShares& cpu = r.timed.cpu;
+  const nlohmann::json at_units_peak =
+      r.units > 0 ? nlohmann::json(double(r.batch) * r.units * 1e9 / r.matmul_flops) : nullptr;
+  std::cout << nlohmann::json{{"images_per_s", r.ips},
+                              {"ms_per_step", 1e3 * r.median},
+                              {"gflops", r.gflops},
+                              {"sgemm_gflops", r.sgemm},
+                              {"amp", matmul_precision_name(matmul_precision())},
+                              {"bf16_gemm_gflops", r.bf16 ? r.peak : 0.0},
+                              {"bf16_units", bf16_units_in_use()},
+                              {"units_peak_gflops", r.units},
+                              {"images_per_s_at_units_peak", at_units_peak},
+                              {"peak_rss_mb", r.rss},
+                              {"heap_allocations_per_step", r.timed.allocs},
+                              {"page_faults_per_step", r.timed.faults},
+                              {"threads", num_threads()},
+                              {"batch", r.batch},
+                              {"blas_core", r.core},
+                              {"float_tiles", float_tiles_name()},
+                              {"omp_wait_policy", env_or_unset("OMP_WAIT_POLICY")},
+                              {"gomp_spincount", env_or_unset("GOMP_SPINCOUNT")},
+                              {"cpu_busy_percent", share_or_null(cpu, &CpuShares::busy)},
+                              {"cpu_idle_percent", share_or_null(cpu, &CpuShares::idle)},
+                              {"cpu_steal_percent", share_or_null(cpu, &CpuShares::steal)}}
+                   .dump()
+            << "\n";
+}
+
+// Which bf16 units ran the products, and the sgemm rate beside the bf16 GEMM's.
+void print_bf16_units(double sgemm) {
+  std::cout << "bf16 products on " << bf16_units_in_use()
+            << (bf16_stand_in() != Bf16StandIn::none
+                    ? " (VITGRAD_BF16_UNITS: a stand-in for tests, not the units' speed)"
+                : bf16_hardware() == Bf16Hardware::amx
+                    ? " (those under " + std::to_string(kAmxMinMacs) +
+                          " multiply-adds on float fmas)"
+                    : std::string())
+            << "; a 1024^3 OpenBLAS sgemm: " << sgemm << " GFLOP/s\n";
+}
+
+void print_report(const BenchReport& r, int64_t steps) {
+  const std::vector<double>& sorted = r.timed.sorted_seconds;
+  std::cout << std::fixed << std::setprecision(2) << "ms/step (median of " << steps
+            << "): " << 1e3 * r.median << "  [" << 1e3 * sorted.front() << " .. "
+            << 1e3 * sorted.back() << "]\n"
+            << "images/s: " << std::setprecision(1) << r.ips << "\n"
+            << "matmul GFLOP/s: " << r.gflops << " (" << std::setprecision(0)
+            << 100 * r.gflops / r.peak << "% of a 1024^3 "
+            << (r.bf16 ? "bf16 GEMM" : "OpenBLAS sgemm") << ": " << std::setprecision(1) << r.peak
+            << ")\n";
+  if (r.bf16) print_bf16_units(r.sgemm);
+  print_units_peak(r.units, r.matmul_flops, r.batch, r.bf16);
+  std::cout << "peak RSS: " << r.rss << " MB\n"
+            << "heap allocations per step: " << r.timed.allocs
+            << "  page faults per step: " << r.timed.faults << "\n"
+            << "threads: " << num_threads() << "  float products: " << float_tiles_name()
+            << "  OpenBLAS kernels: " << r.core
+            << "  OMP_WAIT_POLICY: " << env_or_unset("OMP_WAIT_POLICY")
+            << "  GOMP_SPINCOUNT: " << env_or_unset("GOMP_SPINCOUNT") << "\n";
+  if (r.timed.cpu.known) print_shares(r.timed.cpu);
+}
+
+// The matrix products' FLOPs of one training step: the backward does twice the forward's.
+double step_matmul_flops(ViT& model, const Tensor& images) {
+  NoGradGuard no_grad;
+  FlopCounter flops;
+  model.forward(images);
+  return 3 * flops.matmul();
+}
+
+}  // namespace
+
+int run_bench(const std::vector<std::string>& argv) {
   ArgParser args("bench", "vitgrad bench [--preset NAME | --config FILE] [model flags] [options]",
-                 flags);
+                 bench_flags());
   args.parse(argv);
   if (args.help_requested()) {
     std::cout << args.help();
@@ -171,115 +322,20 @@ int run_bench(const std::vector<std::string>& argv) {
 
   ViT model(config, 0);
   model.train();
-  optim::AdamW opt(optim::param_groups_weight_decay(model.named_parameters(), 0.05));
-  opt.set_lr(1e-3);
   Rng rng(7);
   const Tensor images = randn({batch, config.img_size, config.img_size, config.in_chans}, rng);
   std::vector<int32_t> labels(static_cast<size_t>(batch));
   for (auto& l : labels) l = int32_t(rng.below(uint64_t(config.num_classes)));
-
-  double matmul_flops = 0;  // of one training step: the backward does twice the forward's
-  {
-    NoGradGuard no_grad;
-    FlopCounter flops;
-    model.forward(images);
-    matmul_flops = 3 * flops.matmul();
-  }
-  std::optional<OpProfiler> profiler;
-  auto step = [&] {
-    if (profiler) profiler->mark();
-    Tensor loss = cross_entropy(model.forward(images), labels);
-    loss.item();
-    loss.backward();
-    ProfileSection section("optimiser (AdamW step, zero_grad)");
-    opt.step();
-    opt.zero_grad();
-  };
-  for (int64_t i = 0; i < warmup; ++i) step();
-  const MemoryStats before = memory_stats();
-  const int64_t faults_before = page_faults_so_far();
-  if (args.on("--profile")) profiler.emplace();
-  const std::optional<CpuTicks> ticks_before = read_cpu_ticks();
-  std::vector<double> times;
-  for (int64_t i = 0; i < steps; ++i) {
-    const auto t0 = Clock::now();
-    step();
-    times.push_back(seconds_since(t0));
-  }
-  const std::optional<CpuTicks> ticks_after = read_cpu_ticks();
-  const CpuShares cpu = shares_between(ticks_before, ticks_after);
-  const MemoryStats after = memory_stats();
-  const double faults = double(page_faults_so_far() - faults_before) / double(steps);
-  std::map<std::string, double> profile_copy;
-  if (profiler) profile_copy = profiler->seconds();
-  profiler.reset();
-  std::vector<double> sorted = times;
-  std::sort(sorted.begin(), sorted.end());
-  const size_t n = sorted.size();
-  const double median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
-  const double ips = double(batch) / median, gflops = matmul_flops / median / 1e9;
-  const double sgemm = gemm_peak_gflops(false);
-  const double peak = bf16 ? gemm_peak_gflops(true) : sgemm;
-  const double units = units_peak_gflops(bf16);
-  const nlohmann::json at_units_peak =
-      units > 0 ? nlohmann::json(double(batch) * units * 1e9 / matmul_flops) : nullptr;
-  const double rss = peak_rss_mb();
-  const std::string core = blas_core_name();
-  const double allocs = double(after.heap_allocations - before.heap_allocations) / double(steps);
-  if (args.on("--json")) {
-    std::cout << nlohmann::json{{"images_per_s", ips},
-                                {"ms_per_step", 1e3 * median},
-                                {"gflops", gflops},
-                                {"sgemm_gflops", sgemm},
-                                {"amp", matmul_precision_name(matmul_precision())},
-                                {"bf16_gemm_gflops", bf16 ? peak : 0.0},
-                                {"bf16_units", bf16_units_in_use()},
-                                {"units_peak_gflops", units},
-                                {"images_per_s_at_units_peak", at_units_peak},
-                                {"peak_rss_mb", rss},
-                                {"heap_allocations_per_step", allocs},
-                                {"page_faults_per_step", faults},
-                                {"threads", num_threads()},
-                                {"batch", batch},
-                                {"blas_core", core},
-                                {"float_tiles", float_tiles_name()},
-                                {"omp_wait_policy", env_or_unset("OMP_WAIT_POLICY")},
-                                {"gomp_spincount", env_or_unset("GOMP_SPINCOUNT")},
-                                {"cpu_busy_percent", share_or_null(cpu, &CpuShares::busy)},
-                                {"cpu_idle_percent", share_or_null(cpu, &CpuShares::idle)},
-                                {"cpu_steal_percent", share_or_null(cpu, &CpuShares::steal)}}
-                     .dump()
-              << "\n";
-  } else {
-    std::cout << std::fixed << std::setprecision(2) << "ms/step (median of " << steps
-              << "): " << 1e3 * median << "  [" << 1e3 * sorted.front() << " .. "
-              << 1e3 * sorted.back() << "]\n"
-              << "images/s: " << std::setprecision(1) << ips << "\n"
-              << "matmul GFLOP/s: " << gflops << " (" << std::setprecision(0) << 100 * gflops / peak
-              << "% of a 1024^3 " << (bf16 ? "bf16 GEMM" : "OpenBLAS sgemm") << ": "
-              << std::setprecision(1) << peak << ")\n";
-    if (bf16)
-      std::cout << "bf16 products on " << bf16_units_in_use()
-                << (bf16_stand_in() != Bf16StandIn::none
-                        ? " (VITGRAD_BF16_UNITS: a stand-in for tests, not the units' speed)"
-                    : bf16_hardware() == Bf16Hardware::amx
-                        ? " (those under " + std::to_string(kAmxMinMacs) +
-                              " multiply-adds on float fmas)"
-                        : std::string())
-                << "; a 1024^3 OpenBLAS sgemm: " << sgemm << " GFLOP/s\n";
-    print_units_peak(units, matmul_flops, batch, bf16);
-    std::cout << "peak RSS: " << rss << " MB\n"
-              << "heap allocations per step: " << allocs << "  page faults per step: " << faults
-              << "\n"
-              << "threads: " << num_threads() << "  float products: " << float_tiles_name()
-              << "  OpenBLAS kernels: " << core
-              << "  OMP_WAIT_POLICY: " << env_or_unset("OMP_WAIT_POLICY")
-              << "  GOMP_SPINCOUNT: " << env_or_unset("GOMP_SPINCOUNT") << "\n";
-    if (cpu.known) print_shares(cpu);
-  }
+  const double matmul_flops = step_matmul_flops(model, images);
+  const TimedSteps timed = time_steps(model, images, labels, warmup, steps, args.on("--profile"));
+  const BenchReport report = report_on(timed, batch, matmul_flops, bf16);
+  if (args.on("--json"))
+    print_json(report);
+  else
+    print_report(report, steps);
   if (const std::string note = blas_core_note(); !note.empty()) std::cerr << note << "\n";
   if (bf16) print_slow_bf16_units_note();
-  if (args.on("--profile")) print_profile(profile_copy, steps);
+  if (args.on("--profile")) print_profile(timed.profile, steps);
   return 0;
 }
 
