@@ -17,9 +17,10 @@ double float_units_peak_gflops();
 double bf16_dot_peak_gflops();
 
 // How many times the float fmas' rate AVX512-BF16's dot products reach on the calling thread:
-// up to a fiftieth of a second of each, in turn, the best of three kept. About 2 on AMD's Zen 4
-// and Zen 5, about 0.5 on Intel's Xeons of family 6 model 207. 0 where there are no bf16 units
-// or no float fmas. What --amp auto weighs (engine/kernels/precision_choice.h).
+// up to a fiftieth of a second of each, in turn, the best of three kept, each rate over the
+// processor time the thread had (not over wall time, which other threads stretch). About 2 on AMD's
+// Zen 4 and Zen 5, about 0.5 on Intel's Xeons of family 6 model 207. 0 where there are no bf16
+// units or no float fmas. What --amp auto weighs (engine/kernels/precision_choice.h).
 double bf16_dot_over_float_fmas_one_core();
 
 }  // namespace vg

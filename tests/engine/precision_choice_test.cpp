@@ -1,6 +1,12 @@
 #include "engine/kernels/precision_choice.h"
 
 #include <doctest/doctest.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
+#include <vector>
 
 #include "engine/kernels/matmul_precision.h"
 #include "engine/kernels/units_peak.h"
@@ -32,4 +38,40 @@ TEST_CASE("on this CPU, auto is the rule applied to its own units, timed only wh
   CHECK(&auto_precision_on_this_cpu() == &found);  // timed once per process
   // The timing itself: a positive ratio exactly where there are bf16 units.
   CHECK((bf16_dot_over_float_fmas_one_core() > 0) == (bf16_hardware() != Bf16Hardware::none));
+}
+
+// Runs f with the calling thread and a thread that only spins sharing one processor, so that
+// f's work is cut into time slices at points no run can predict.
+template <class F>
+void sharing_a_processor_with_a_busy_thread(F&& f) {
+  cpu_set_t allowed;
+  REQUIRE(sched_getaffinity(0, sizeof allowed, &allowed) == 0);
+  int cpu = 0;
+  while (!CPU_ISSET(cpu, &allowed)) ++cpu;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  REQUIRE(sched_setaffinity(0, sizeof one, &one) == 0);
+  std::atomic<bool> stop{false};
+  std::thread busy([&] {
+    sched_setaffinity(0, sizeof one, &one);
+    while (!stop.load(std::memory_order_relaxed)) {
+    }
+  });
+  f();
+  stop = true;
+  busy.join();
+  sched_setaffinity(0, sizeof allowed, &allowed);
+}
+
+TEST_CASE(
+    "the units' timed ratio, which --amp auto weighs, does not move when the core is shared") {
+  if (bf16_hardware() == Bf16Hardware::none) return;  // nothing is timed
+  std::vector<double> ratios;
+  sharing_a_processor_with_a_busy_thread([&] {
+    for (int i = 0; i < 6; ++i) ratios.push_back(bf16_dot_over_float_fmas_one_core());
+  });
+  const auto [low, high] = std::minmax_element(ratios.begin(), ratios.end());
+  INFO("ratios from " << *low << " to " << *high);
+  CHECK(*high / *low < 1.25);
 }
