@@ -36,6 +36,16 @@ TEST_CASE("gradcheck checks only inputs that require grad and restores them") {
 
 TEST_CASE("gradcheck refuses float32 inputs") {
   Tensor x = ones({2}).set_requires_grad();
-  CHECK_THROWS_WITH_AS(gradcheck([](auto& in) { return in[0]; }, {x}),
-                       doctest::Contains("float64"), Error);
+  CHECK_THROWS_WITH_AS(gradcheck([](auto& in) { return in[0]; }, {x}), doctest::Contains("float64"),
+                       Error);
+}
+
+TEST_CASE("gradcheck that stops with an error leaves the inputs' gradients as it found them") {
+  Tensor x = variable({3}, 4);
+  int calls = 0;  // the first call (backward's) returns 3 values, the next ones 2
+  auto changing = [&calls](const std::vector<Tensor>& in) {
+    return ++calls == 1 ? mul(in[0], in[0]) : slice(mul(in[0], in[0]), 0, 0, 2);
+  };
+  CHECK_THROWS_WITH_AS(gradcheck(changing, {x}), doctest::Contains("output shape changed"), Error);
+  CHECK_FALSE(x.grad().defined());
 }
