@@ -101,7 +101,9 @@ Chains float_fma_chains() {
 // times its own range of runs, so a thread that wakes late does not count as slow units, and
 // the ranges' rates add up. (Timing each run apart would count twice the runs of one range,
 // which one thread does in turn: all of them where parallel_for runs serially, inside a
-// parallel region.)
+// parallel region.) Over wall time, unlike rate_on_this_thread below: with more engine threads
+// than cores the threads share the units, and their processor-time rates would add up to more
+// units than there are.
 double best_rate(Chains chains) {
   const int threads = num_threads();
   const double flops = double(kIterations) * kChains * chains.flops_per_step;  // a thread's
