@@ -200,6 +200,108 @@ void add_gamma_series(const std::vector<RunMetrics>& runs, bool layerscale, Char
   }
 }
 
+// Each argument is a metrics.jsonl or a run folder holding one.
+std::vector<RunMetrics> read_runs(ArgParser& parser, const std::string& out_path) {
+  std::vector<RunMetrics> runs;
+  for (const std::string& arg : parser.positionals()) {
+    fs::path path(arg);
+    std::error_code ec;
+    if (fs::is_directory(path, ec)) path /= "metrics.jsonl";
+    if (!fs::exists(path, ec)) parser.fail(path.string() + " does not exist");
+    if (fs::exists(out_path, ec) && fs::equivalent(path, out_path, ec))
+      parser.fail("-o " + out_path + " would overwrite the metrics it plots");
+    runs.push_back(read_metrics(path.string()));
+    runs.back().label = run_label(path);
+  }
+  return runs;
+}
+
+// The --label names, or the folders' names; folders of the same name (runs/a/seed1,
+// runs/b/seed1) are named by the path given.
+void label_runs(ArgParser& parser, std::vector<RunMetrics>& runs) {
+  if (parser.has("--label")) {
+    const std::vector<std::string> labels = split_labels(parser.text("--label"));
+    if (labels.size() != runs.size())
+      parser.fail(
+          cat_str("--label gives ", labels.size(), " name(s) for ", runs.size(), " file(s)"));
+    for (size_t i = 0; i < runs.size(); ++i) runs[i].label = labels[i];
+    return;
+  }
+  std::set<std::string> seen;
+  bool clash = false;
+  for (const RunMetrics& r : runs) clash |= !seen.insert(r.label).second;
+  if (clash)
+    for (RunMetrics& r : runs) r.label = fs::path(r.path).parent_path().string();
+}
+
+// Every file must have something to show: a missing line in a comparison would mislead.
+void require_values(ArgParser& parser, const std::vector<RunMetrics>& runs,
+                    const std::string& what) {
+  for (const RunMetrics& r : runs) {
+    bool has = false;
+    std::string hint;
+    if (what == "loss") {
+      has = r.train_loss.has_values(false) || r.test_loss.has_values(false);
+      hint = " (no step or epoch records yet?)";
+    } else if (what == "accuracy") {
+      has = r.train_accuracy.has_values(false) || r.test_accuracy.has_values(false);
+      hint = " (no step or epoch records yet?)";
+    } else if (what == "lr") {
+      has = r.lr.has_values(false);
+    } else {
+      const auto& curves = what == "layerscale" ? r.layerscale : r.grn;
+      for (const auto& [path, c] : curves) has |= c.has_values(true);
+      hint = what == "layerscale" ? " (was LayerScale on?)" : " (was GRN on?)";
+    }
+    if (!has) parser.fail(r.path + " has no " + what + " values" + hint);
+  }
+}
+
+// Train (per step) and test (per epoch) lines of each run, and with accuracy its EMA's.
+void add_loss_or_accuracy_series(const std::vector<RunMetrics>& runs, bool loss,
+                                 std::vector<Series>& series) {
+  const bool single = runs.size() == 1;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const RunMetrics& r = runs[i];
+    const std::string prefix = single ? "" : r.label + " ";
+    add_curve(series, loss ? r.train_loss : r.train_accuracy,
+              prefix + (single ? "train (per step)" : "train"), palette_colour(single ? 0 : i),
+              false, false, single ? 1.0 : 0.4);  // faded: per-step noise of several runs
+    add_curve(series, loss ? r.test_loss : r.test_accuracy,
+              prefix + (single ? "test (per epoch)" : "test"), palette_colour(single ? 1 : i),
+              false, true);
+    if (!loss)  // beside the raw weights' accuracy, dashed
+      add_curve(series, r.ema_test_accuracy, prefix + (single ? "EMA (per epoch)" : "EMA"),
+                palette_colour(single ? 2 : i), true, true);
+  }
+}
+
+// The chart's lines and titles for one kind of quantity.
+std::vector<Series> chart_series(const std::vector<RunMetrics>& runs, const std::string& what,
+                                 ChartSpec& spec) {
+  std::vector<Series> series;
+  spec.x_label = "step";
+  if (what == "loss" || what == "accuracy") {
+    spec.title = what == "loss" ? "Loss" : "Accuracy";
+    spec.y_label = what;
+    add_loss_or_accuracy_series(runs, what == "loss", series);
+  } else if (what == "lr") {
+    spec.title = "Learning rate";
+    spec.y_label = "learning rate";
+    for (size_t i = 0; i < runs.size(); ++i)
+      add_curve(series, runs[i].lr, runs.size() == 1 ? "lr" : runs[i].label, palette_colour(i),
+                false, false);
+  } else {
+    const bool layerscale = what == "layerscale";
+    spec.title = layerscale ? "LayerScale mean |\u03b3| by depth" : "GRN mean |\u03b3| by depth";
+    spec.y_label = "mean |\u03b3| (log scale)";
+    spec.log_y = true;
+    add_gamma_series(runs, layerscale, spec, series);
+  }
+  if (runs.size() == 1) spec.title += " \u2014 " + runs[0].label;
+  return series;
+}
+
 }  // namespace
 
 int run_plot(const std::vector<std::string>& args) {
@@ -227,88 +329,11 @@ int run_plot(const std::vector<std::string>& args) {
   ChartSpec spec;
   spec.width = static_cast<int>(parser.integer("--width", 800, 200, 20000));
   spec.height = static_cast<int>(parser.integer("--height", 500, 150, 20000));
-
-  std::vector<RunMetrics> runs;
-  for (const std::string& arg : parser.positionals()) {
-    fs::path path(arg);
-    std::error_code ec;
-    if (fs::is_directory(path, ec)) path /= "metrics.jsonl";
-    if (!fs::exists(path, ec)) parser.fail(path.string() + " does not exist");
-    if (fs::exists(out_path, ec) && fs::equivalent(path, out_path, ec))
-      parser.fail("-o " + out_path + " would overwrite the metrics it plots");
-    runs.push_back(read_metrics(path.string()));
-    runs.back().label = run_label(path);
-  }
-  if (parser.has("--label")) {
-    const std::vector<std::string> labels = split_labels(parser.text("--label"));
-    if (labels.size() != runs.size())
-      parser.fail(
-          cat_str("--label gives ", labels.size(), " name(s) for ", runs.size(), " file(s)"));
-    for (size_t i = 0; i < runs.size(); ++i) runs[i].label = labels[i];
-  } else {
-    // Folders of the same name (runs/a/seed1, runs/b/seed1): name them by the path given.
-    std::set<std::string> seen;
-    bool clash = false;
-    for (const RunMetrics& r : runs) clash |= !seen.insert(r.label).second;
-    if (clash)
-      for (RunMetrics& r : runs) r.label = fs::path(r.path).parent_path().string();
-  }
-
-  // Every file must have something to show: a missing line in a comparison would mislead.
-  for (const RunMetrics& r : runs) {
-    bool has = false;
-    std::string hint;
-    if (what == "loss") {
-      has = r.train_loss.has_values(false) || r.test_loss.has_values(false);
-      hint = " (no step or epoch records yet?)";
-    } else if (what == "accuracy") {
-      has = r.train_accuracy.has_values(false) || r.test_accuracy.has_values(false);
-      hint = " (no step or epoch records yet?)";
-    } else if (what == "lr") {
-      has = r.lr.has_values(false);
-    } else {
-      const auto& curves = what == "layerscale" ? r.layerscale : r.grn;
-      for (const auto& [path, c] : curves) has |= c.has_values(true);
-      hint = what == "layerscale" ? " (was LayerScale on?)" : " (was GRN on?)";
-    }
-    if (!has) parser.fail(r.path + " has no " + what + " values" + hint);
-  }
-
-  const bool single = runs.size() == 1;
-  std::vector<Series> series;
-  spec.x_label = "step";
-  if (what == "loss" || what == "accuracy") {
-    const bool loss = what == "loss";
-    spec.title = loss ? "Loss" : "Accuracy";
-    spec.y_label = what;
-    for (size_t i = 0; i < runs.size(); ++i) {
-      const RunMetrics& r = runs[i];
-      const std::string prefix = single ? "" : r.label + " ";
-      add_curve(series, loss ? r.train_loss : r.train_accuracy,
-                prefix + (single ? "train (per step)" : "train"), palette_colour(single ? 0 : i),
-                false, false, single ? 1.0 : 0.4);  // faded: per-step noise of several runs
-      add_curve(series, loss ? r.test_loss : r.test_accuracy,
-                prefix + (single ? "test (per epoch)" : "test"), palette_colour(single ? 1 : i),
-                false, true);
-      if (!loss)  // beside the raw weights' accuracy, dashed
-        add_curve(series, r.ema_test_accuracy, prefix + (single ? "EMA (per epoch)" : "EMA"),
-                  palette_colour(single ? 2 : i), true, true);
-    }
-  } else if (what == "lr") {
-    spec.title = "Learning rate";
-    spec.y_label = "learning rate";
-    for (size_t i = 0; i < runs.size(); ++i)
-      add_curve(series, runs[i].lr, single ? "lr" : runs[i].label, palette_colour(i), false, false);
-  } else {
-    const bool layerscale = what == "layerscale";
-    spec.title = layerscale ? "LayerScale mean |\u03b3| by depth" : "GRN mean |\u03b3| by depth";
-    spec.y_label = "mean |\u03b3| (log scale)";
-    spec.log_y = true;
-    add_gamma_series(runs, layerscale, spec, series);
-  }
-  if (single) spec.title += " \u2014 " + runs[0].label;
+  std::vector<RunMetrics> runs = read_runs(parser, out_path);
+  label_runs(parser, runs);
+  require_values(parser, runs, what);
+  const std::vector<Series> series = chart_series(runs, what, spec);
   spec.title = parser.text("--title", spec.title);
-
   write_file_atomically(out_path, render_svg(spec, series));
   return 0;
 }
