@@ -105,6 +105,75 @@ void write_report(const std::vector<AblationRow>& rows, const TrainOptions& reci
                         ablation_report(rows, recipe, command, plots, seconds));
 }
 
+// The model defaults to the recipe's (depth 24); --preset, --config or --model replaces it.
+std::vector<std::string> with_default_model(const std::vector<std::string>& argv) {
+  std::vector<std::string> with_model = argv;
+  bool named = false;
+  for (const std::string& a : argv)
+    named |= a.starts_with("--preset") || a.starts_with("--config") || a.starts_with("--model");
+  if (!named) with_model.insert(with_model.begin(), {"--preset", "fmnist-ls-recipe"});
+  return with_model;
+}
+
+void print_help(const ArgParser& args) {
+  std::cout << args.help()
+            << "\nTrains the same ViT (default: fmnist-ls-recipe's, depth 24) with LayerNorm,\n"
+               "LayerNorm + LayerScale (auto init), LearnableScaler and LearnableScaler + GRN\n"
+               "under the LearnableScaler training recipe (default: "
+            << kDefaultEpochs
+            << " epochs each), and writes DIR/report.md\nwith a table and "
+               "SVG plots. A variant whose loss turns non-finite is reported as diverged.\n";
+}
+
+TrainOptions variant_options(const TrainOptions& recipe, const AblationRow& row,
+                             const fs::path& out) {
+  TrainOptions o = recipe;
+  o.model = row.model;
+  o.out = (out / row.dir).string();
+  return o;
+}
+
+// One row a variant, every variant's model and options checked before any of them trains.
+std::vector<AblationRow> checked_rows(ArgParser& args, const ViTConfig& base,
+                                      const TrainOptions& recipe, const fs::path& out) {
+  std::vector<AblationRow> rows;
+  for (auto& [name, config] : ablation_variants(base)) {
+    AblationRow row;
+    row.name = name;
+    row.model = config;
+    row.dir = name;
+    try {
+      config.validate();
+      variant_options(recipe, row, out).validate();
+      row.parameters = ViT(config).num_parameters();
+    } catch (const Error& e) {
+      args.fail(e.what());
+    }
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+// Trains one variant into its folder; a divergence is a result, any other error is not.
+void train_variant(AblationRow& row, const TrainOptions& recipe, const fs::path& out) {
+  const TrainOptions o = variant_options(recipe, row, out);
+  fs::remove(fs::path(o.out) / "metrics.jsonl");  // a rerun replaces, not appends
+  std::cerr << "== " << row.name << "\n";
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    const TrainResult r = train(o, std::cerr);
+    row.diverged = !std::isfinite(r.test_loss);
+    if (row.diverged) row.why = "non-finite test loss";
+  } catch (const Error& e) {
+    if (!is_divergence(e.what())) throw;
+    row.diverged = true;
+    row.why = e.what();
+    std::cerr << "vitgrad ablate: " << row.name << " diverged: " << e.what() << "\n";
+  }
+  row.seconds = seconds_since(t0);
+  read_accuracies(fs::path(o.out) / "metrics.jsonl", row);
+}
+
 }  // namespace
 
 std::vector<std::pair<std::string, ViTConfig>> ablation_variants(const ViTConfig& base) {
@@ -126,21 +195,9 @@ int run_ablate(const std::vector<std::string>& argv) {
                  ablate_flags());
   recipe_aliases(args);
   model_aliases(args);
-  // The model defaults to the recipe's (depth 24); --preset, --config or --model replaces it.
-  std::vector<std::string> with_model = argv;
-  bool named = false;
-  for (const std::string& a : argv)
-    named |= a.starts_with("--preset") || a.starts_with("--config") || a.starts_with("--model");
-  if (!named) with_model.insert(with_model.begin(), {"--preset", "fmnist-ls-recipe"});
-  args.parse(with_model);
+  args.parse(with_default_model(argv));
   if (args.help_requested()) {
-    std::cout << args.help()
-              << "\nTrains the same ViT (default: fmnist-ls-recipe's, depth 24) with LayerNorm,\n"
-                 "LayerNorm + LayerScale (auto init), LearnableScaler and LearnableScaler + GRN\n"
-                 "under the LearnableScaler training recipe (default: "
-              << kDefaultEpochs
-              << " epochs each), and writes DIR/report.md\nwith a table and "
-                 "SVG plots. A variant whose loss turns non-finite is reported as diverged.\n";
+    print_help(args);
     return 0;
   }
   if (!args.has("--out") || args.text("--out").empty())
@@ -153,48 +210,13 @@ int run_ablate(const std::vector<std::string>& argv) {
   const ViTConfig base = model_from_flags(args, &data);
   recipe.log_every = args.integer("--log-every", 25, 1, INT64_MAX / 2);
   const fs::path out = args.text("--out");
-  std::vector<AblationRow> rows;
-  for (auto& [name, config] : ablation_variants(base)) {
-    AblationRow row;
-    row.name = name;
-    row.model = config;
-    row.dir = name;
-    try {
-      config.validate();
-      TrainOptions o = recipe;
-      o.model = config;
-      o.out = (out / name).string();
-      o.validate();
-      row.parameters = ViT(config).num_parameters();
-    } catch (const Error& e) {
-      args.fail(e.what());
-    }
-    rows.push_back(row);
-  }
+  std::vector<AblationRow> rows = checked_rows(args, base, recipe, out);
   fs::create_directories(out);
   std::string command = "vitgrad ablate";
   for (const std::string& a : argv) command += " " + a;
   const auto start = std::chrono::steady_clock::now();
   for (size_t i = 0; i < rows.size(); ++i) {
-    AblationRow& row = rows[i];
-    TrainOptions o = recipe;
-    o.model = row.model;
-    o.out = (out / row.dir).string();
-    fs::remove(fs::path(o.out) / "metrics.jsonl");  // a rerun replaces, not appends
-    std::cerr << "== " << row.name << "\n";
-    const auto t0 = std::chrono::steady_clock::now();
-    try {
-      const TrainResult r = train(o, std::cerr);
-      row.diverged = !std::isfinite(r.test_loss);
-      if (row.diverged) row.why = "non-finite test loss";
-    } catch (const Error& e) {
-      if (!is_divergence(e.what())) throw;
-      row.diverged = true;
-      row.why = e.what();
-      std::cerr << "vitgrad ablate: " << row.name << " diverged: " << e.what() << "\n";
-    }
-    row.seconds = seconds_since(t0);
-    read_accuracies(fs::path(o.out) / "metrics.jsonl", row);
+    train_variant(rows[i], recipe, out);
     // The report so far, rewritten after each variant: a long run stopped early keeps it.
     const std::vector<AblationRow> done(rows.begin(), rows.begin() + i + 1);
     write_report(done, recipe, command, out, seconds_since(start));
