@@ -73,7 +73,7 @@ void recipe_aliases(ArgParser& args) {
   args.alias("--grad-accum-steps", "--accum");
   args.alias("--smoothing", "--label-smoothing");
   args.alias("--warmup-epoch", "--warmup-epochs");  // argparse's abbreviation, as the reference
-  args.alias("--epoch-factor", "--sched-factor");    // the reference's --sched custom
+  args.alias("--epoch-factor", "--sched-factor");   // the reference's --sched custom
   args.alias("--epoch-threshold", "--sched-threshold");
   args.implicit_value("--amp", "bf16");  // timm's --amp is a switch
 }
@@ -125,8 +125,10 @@ TrainOptions recipe_defaults(const ArgParser& args) {
   }
 }
 
-void recipe_from_flags(const ArgParser& args, TrainOptions& o) {
-  if (args.has("--epochs") && args.has("--steps")) args.fail("give --epochs or --steps, not both");
+namespace {
+
+// Which data, and how it is normalised.
+void data_from_flags(const ArgParser& args, TrainOptions& o) {
   o.data = args.choice("--data", args.has("--data-dir") ? "idx" : o.data,
                        {"fashion-mnist", "synthetic", "idx"});
   o.data_dir = args.text("--data-dir", o.data_dir);
@@ -145,6 +147,10 @@ void recipe_from_flags(const ArgParser& args, TrainOptions& o) {
     o.synthetic_train = args.integer("--synthetic-size", 0, 10, 1000000);
     o.synthetic_test = std::max<int64_t>(10, o.synthetic_train / 4);
   }
+}
+
+// How long, with which optimiser and schedule.
+void length_and_optimiser_from_flags(const ArgParser& args, TrainOptions& o) {
   o.epochs = args.integer("--epochs", args.has("--steps") ? 0 : o.epochs, 1, 1000000);
   o.steps = args.integer("--steps", args.has("--epochs") ? 0 : o.steps, 1, INT64_MAX / 2);
   o.max_steps = args.integer("--max-steps", o.max_steps, 1, INT64_MAX / 2);
@@ -154,8 +160,8 @@ void recipe_from_flags(const ArgParser& args, TrainOptions& o) {
   o.min_lr = args.number("--min-lr", o.min_lr, 0, 100);
   o.wd = args.number("--wd", o.wd, 0, 100);
   o.momentum = args.number("--momentum", o.momentum, 0, 0.9999);
-  o.sched = args.choice("--sched", o.sched,
-                        {"constant", "step", "cosine", "learnable-scaler", "custom"});
+  o.sched =
+      args.choice("--sched", o.sched, {"constant", "step", "cosine", "learnable-scaler", "custom"});
   if (o.sched == "custom") o.sched = "learnable-scaler";  // the reference's name for it
   o.sched_factor = args.number("--sched-factor", o.sched_factor, 1e-6, 1);
   o.sched_threshold = args.number("--sched-threshold", o.sched_threshold, 1e-6, 0.659);
@@ -163,6 +169,11 @@ void recipe_from_flags(const ArgParser& args, TrainOptions& o) {
   o.clip = args.number("--clip", o.clip, 0, 1e12);
   o.accum = args.integer("--accum", o.accum, 1, 1024);
   o.label_smoothing = args.number("--label-smoothing", o.label_smoothing, 0, 0.999);
+}
+
+// The auxiliary losses, in the reference's two spellings; then --warmup-epochs, which needs
+// the data and batch size that make an epoch.
+void aux_and_warmup_from_flags(const ArgParser& args, TrainOptions& o) {
   o.aux.feature_decay = args.number("--feature-decay", o.aux.feature_decay, 0, 1e6);
   o.aux.feature_threshold = args.number("--feature-threshold", o.aux.feature_threshold, 0, 1e12);
   o.aux.attn_extra_loss = args.number("--attn-extra-loss", o.aux.attn_extra_loss, 0, 1e6);
@@ -180,6 +191,10 @@ void recipe_from_flags(const ArgParser& args, TrainOptions& o) {
     if (args.has("--warmup")) args.fail("give --warmup or --warmup-epochs, not both");
     o.warmup = args.integer("--warmup-epochs", 0, 0, 1000000) * steps_per_epoch(o);
   }
+}
+
+// RandAugment, random erasing, mixup and cutmix.
+void augmentation_from_flags(const ArgParser& args, TrainOptions& o) {
   o.rand_augment = args.text("--aa", o.rand_augment);
   if (o.rand_augment == "none") o.rand_augment.clear();
   o.reprob = args.number("--reprob", o.reprob, 0, 1);
@@ -191,6 +206,10 @@ void recipe_from_flags(const ArgParser& args, TrainOptions& o) {
   // timm's --smoothing defaults to 0.1 and goes into the mixed targets.
   if ((o.mixup > 0 || o.cutmix > 0) && !args.has("--label-smoothing") && o.label_smoothing == 0)
     o.label_smoothing = kTimmSmoothing;
+}
+
+// The reference's flags that mean nothing here, the switches, the seed and the precision.
+void run_settings_from_flags(const ArgParser& args, TrainOptions& o) {
   if (args.has("--amp-dtype") && args.text("--amp-dtype") != "bfloat16")
     args.fail("--amp-dtype " + args.text("--amp-dtype") +
               ": only bfloat16 products are available (--amp bf16)");
@@ -204,6 +223,18 @@ void recipe_from_flags(const ArgParser& args, TrainOptions& o) {
   // "auto", from the flag or a config file's train section (o's default), becomes what it
   // picks here, so the run's config records what ran
   if (o.amp == "auto") o.amp = matmul_precision_name(best_matmul_precision());
+}
+
+}  // namespace
+
+// In one fixed order: of several bad flags, the first of them in this order is the one named.
+void recipe_from_flags(const ArgParser& args, TrainOptions& o) {
+  if (args.has("--epochs") && args.has("--steps")) args.fail("give --epochs or --steps, not both");
+  data_from_flags(args, o);
+  length_and_optimiser_from_flags(args, o);
+  aux_and_warmup_from_flags(args, o);
+  augmentation_from_flags(args, o);
+  run_settings_from_flags(args, o);
 }
 
 }  // namespace vg::tools
