@@ -178,42 +178,56 @@ Optimizer::LoadedState Optimizer::parse_state_json(const json& j) const {
         jgroups.is_array() ? jgroups.size() : 0);
   std::vector<ParamGroup> groups = groups_;
   std::vector<int64_t> group_steps(groups_.size());
+  for (size_t i = 0; i < groups.size(); ++i)
+    group_steps[i] = parse_group(jgroups[i], i, who, groups[i]);
+
+  return {std::move(groups), std::move(group_steps), parse_param_states(j["state"], who),
+          step_count};
+}
+
+namespace {
+
+// A saved group's "params" names exactly the group's parameters, in any order.
+void check_same_params(const json& names, const ParamGroup& g, const std::string& where) {
+  check(names.is_array(), where, ": params must be an array of names");
+  std::set<std::string> saved, ours;
+  for (const json& n : names) {
+    check(n.is_string(), where, ": params holds a non-string ", n.dump());
+    saved.insert(n.get<std::string>());
+  }
+  for (const Parameter& p : g.params) {
+    ours.insert(p.name);
+    check(saved.count(p.name), where, ": parameter '", p.name, "' is missing from the saved group");
+  }
+  for (const std::string& n : saved)
+    check(ours.count(n), where, ": saved parameter '", n, "' is not in this group");
+}
+
+}  // namespace
+
+int64_t Optimizer::parse_group(const json& jg, size_t index, const std::string& who,
+                               ParamGroup& g) const {
+  const std::string where = who + ": group '" + g.name + "'";
+  check_exact_keys(jg, where,
+                   {"name", "lr", "weight_decay", "lr_scale", "options", "step", "params"});
+  check(jg["name"] == g.name, who, ": groups[", index, "] is named ", jg["name"].dump(),
+        ", expected '", g.name, "'");
+  g.lr = read_number(jg["lr"], where + ": lr");
+  g.weight_decay = read_number(jg["weight_decay"], where + ": weight_decay");
+  g.lr_scale = read_number(jg["lr_scale"], where + ": lr_scale");
+  const int64_t step = read_count(jg["step"], where + ": step");
   std::vector<std::string> option_names;
   for (const auto& [key, value] : defaults_) option_names.push_back(key);
-  for (size_t i = 0; i < groups.size(); ++i) {
-    ParamGroup& g = groups[i];
-    const json& jg = jgroups[i];
-    const std::string where = who + ": group '" + g.name + "'";
-    check_exact_keys(jg, where,
-                     {"name", "lr", "weight_decay", "lr_scale", "options", "step", "params"});
-    check(jg["name"] == g.name, who, ": groups[", i, "] is named ", jg["name"].dump(),
-          ", expected '", g.name, "'");
-    g.lr = read_number(jg["lr"], where + ": lr");
-    g.weight_decay = read_number(jg["weight_decay"], where + ": weight_decay");
-    g.lr_scale = read_number(jg["lr_scale"], where + ": lr_scale");
-    group_steps[i] = read_count(jg["step"], where + ": step");
-    check_exact_keys(jg["options"], where + ": options", option_names);
-    for (const std::string& key : option_names)
-      g.options[key] = read_number(jg["options"][key], where + ": option '" + key + "'");
-    validate_group(g);
-    const json& names = jg["params"];
-    check(names.is_array(), where, ": params must be an array of names");
-    std::set<std::string> saved, ours;
-    for (const json& n : names) {
-      check(n.is_string(), where, ": params holds a non-string ", n.dump());
-      saved.insert(n.get<std::string>());
-    }
-    for (const Parameter& p : g.params) {
-      ours.insert(p.name);
-      check(saved.count(p.name), where, ": parameter '", p.name,
-            "' is missing from the saved group");
-    }
-    for (const std::string& n : saved)
-      check(ours.count(n), where, ": saved parameter '", n, "' is not in this group");
-  }
+  check_exact_keys(jg["options"], where + ": options", option_names);
+  for (const std::string& key : option_names)
+    g.options[key] = read_number(jg["options"][key], where + ": option '" + key + "'");
+  validate_group(g);
+  check_same_params(jg["params"], g, where);
+  return step;
+}
 
-  // Per-parameter state: every parameter present, nothing else, buffers that fit.
-  const json& jstate = j["state"];
+std::map<std::string, Optimizer::ParamState> Optimizer::parse_param_states(
+    const json& jstate, const std::string& who) const {
   check(jstate.is_object(), who, ": state must be an object keyed by parameter name");
   std::map<std::string, const Parameter*> by_name;
   for (const ParamGroup& g : groups_)
@@ -239,8 +253,7 @@ Optimizer::LoadedState Optimizer::parse_state_json(const json& j) const {
       s.buffers[b] = t;
     }
   }
-
-  return {std::move(groups), std::move(group_steps), std::move(state), step_count};
+  return state;
 }
 
 }  // namespace vg::optim

@@ -87,6 +87,12 @@ class Optimizer {
     int64_t step_count = 0;
   };
   LoadedState parse_state_json(const nlohmann::json& j) const;
+  // One saved group into a copy of ours (the same name and parameters); returns its step.
+  int64_t parse_group(const nlohmann::json& jg, size_t index, const std::string& who,
+                      ParamGroup& g) const;
+  // Every parameter's step and buffers, nothing else, each buffer fitting its parameter.
+  std::map<std::string, ParamState> parse_param_states(const nlohmann::json& jstate,
+                                                       const std::string& who) const;
 
   std::vector<ParamGroup> groups_;
   std::vector<int64_t> group_steps_;
