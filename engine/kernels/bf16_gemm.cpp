@@ -32,6 +32,12 @@ int64_t round_up(int64_t x, int64_t to) {
   return (x + to - 1) / to * to;
 }
 
+// A thread's scratch, grown to a shape's size once and then reused.
+template <class Buffer>
+void grow(Buffer& buffer, int64_t size) {
+  if (buffer.size() < size_t(size)) buffer.resize(size);
+}
+
 // Where a product's operands come from besides float matrices, and what it leaves: A or B made
 // on demand (a null a or b), A already rounded to bf16 by rows (a null a), B kept in bf16 (a
 // null b), A's rounded words kept for later, and the sums of a transposed A's columns (see
@@ -69,8 +75,12 @@ Layout layout_for(Bf16Tiles tiles, int64_t n) {
     return {true, rows, kAmxBlock, kAmxBlock, kAmxBlock, kAmxBlock};
   }
   // AVX512-BF16: blocks of the kernel's own 48 rows, its tiles of 6 rows and vectors of 16.
-  return {false, detail::bf16_rows_avx512, std::min(kMaxPanelCols, round_up(n, kLanes)),
-          kAvx512BlockRows, 6, kLanes};
+  return {false,
+          detail::bf16_rows_avx512,
+          std::min(kMaxPanelCols, round_up(n, kLanes)),
+          kAvx512BlockRows,
+          6,
+          kLanes};
 }
 
 // Rows [i0, i0 + rows) of A, packed as rows of pairs `pairs` words apart, into `kept` by
@@ -110,8 +120,8 @@ void rows_packing_a(const Layout& layout, const detail::Bf16Operands& packed_b, 
   parallel_for(blocks, grain, [&](int64_t q0, int64_t q1) {
     thread_local detail::PackedWords block;  // grown once per shape, then reused
     thread_local detail::PackedFloats made_rows;
-    if (block.size() < size_t(block_rows * pairs)) block.resize(block_rows * pairs);
-    if (made && made_rows.size() < size_t(block_rows * k)) made_rows.resize(block_rows * k);
+    grow(block, block_rows * pairs);
+    if (made) grow(made_rows, block_rows * k);
     detail::Bf16Operands ops = packed_b;
     ops.a = block.data(), ops.a_row = pairs, ops.a_pair = 1;
     ops.stream_c = stream_c;
@@ -138,6 +148,63 @@ void rows_packing_a(const Layout& layout, const detail::Bf16Operands& packed_b, 
   });
 }
 
+// One thread's packed chunks for chunks_packing_both, grown once per shape, then reused.
+struct ChunkBuffers {
+  detail::PackedWords a_words, b_words, a_by_pairs;
+  detail::PackedFloats made_rows;
+};
+
+// The chunk's terms [l0, l0 + terms) of A's columns i0 + [0, rows) (A transposed: k runs down
+// A), packed as the tiles read them into buffers.a_words; with `sum_a`, their column sums taken
+// on the way.
+void pack_a_chunk(const Layout& layout, const float* a, int64_t lda, int64_t l0, int64_t terms,
+                  int64_t i0, int64_t rows, double* sum_a, ChunkBuffers& buffers,
+                  detail::Bf16Operands& ops) {
+  const int64_t pairs = (terms + 1) / 2;
+  uint32_t* by_pairs = layout.amx ? buffers.a_by_pairs.data() : buffers.a_words.data();
+  const float* a_chunk = a + l0 * lda + i0;
+  if (sum_a)
+    detail::interleave_rows_summing(terms, rows, a_chunk, lda, by_pairs, rows, sum_a);
+  else
+    detail::interleave_rows(terms, rows, a_chunk, lda, by_pairs, rows);
+  if (layout.amx) {
+    detail::pairs_to_rows(by_pairs, pairs, rows, buffers.a_words.data(), ops.pairs,
+                          layout.packed_rows(rows));
+    ops.a_row = ops.pairs, ops.a_pair = 1;
+  } else {
+    ops.a_row = 1, ops.a_pair = rows;
+  }
+  ops.a = buffers.a_words.data();
+}
+
+// The same terms of op(B)'s columns j0 + [0, cols): packed into buffers.b_words from floats, from
+// a kept B's words, or (`b_in_place`) read where a kept B lies.
+void pack_b_chunk(const Layout& layout, bool tb, const float* b, int64_t ldb, const Sources& from,
+                  bool b_in_place, int64_t l0, int64_t terms, int64_t j0, int64_t cols,
+                  ChunkBuffers& buffers, detail::Bf16Operands& ops) {
+  const Bf16Rows* kept = from.kept_b;
+  const MadeRows* made_b = from.made_b;
+  const int64_t panel_cols = layout.panel_cols;
+  if (b_in_place) {  // read where they lie, from column j0
+    ops.b = kept->words() + l0 / 2 * kept->ld() + j0, ops.b_ld = kept->ld();
+    return;
+  }
+  if (kept) {  // from column j0 (even: a multiple of the steps)
+    const int64_t ld = kept->ld();
+    const uint32_t* words =
+        kept->row_pairs ? kept->words() + l0 / 2 * ld + j0 : kept->words() + l0 * ld + j0 / 2;
+    detail::pack_kept_b(terms, cols, words, ld, kept->row_pairs, panel_cols, ops.pairs,
+                        buffers.b_words.data());
+  } else {
+    float* made = buffers.made_rows.data();
+    if (made_b) made_b->fill(l0, l0 + terms, j0, j0 + cols, made);  // its columns
+    const float* b_chunk = made_b ? made : tb ? b + j0 * ldb + l0 : b + l0 * ldb + j0;
+    detail::pack_b(tb, terms, cols, b_chunk, made_b ? cols : ldb, panel_cols, ops.pairs,
+                   buffers.b_words.data());
+  }
+  ops.b = buffers.b_words.data();
+}
+
 // A transposed (a weight gradient dW = dY^T X: k, the batch's tokens, is the long side): A
 // and B are packed one chunk of k at a time and that chunk is added to C, so the packed chunk
 // stays in cache instead of the whole of both operands making a round trip through memory.
@@ -159,61 +226,26 @@ void chunks_packing_both(const Layout& layout, bool tb, int64_t m, int64_t n, in
                          float alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
                          const Sources& from, float beta, float* c, int64_t ldc,
                          const float* start) {
-  const MadeRows* made_b = from.made_b;
-  double* sums_of_a = from.sums_of_a;
   static_assert(kernels::kColumnSumRows % (2 * kChunkPairs) == 0, "a chunk of k in one sum");
   const int64_t panel_cols = layout.panel_cols;
+  const bool b_in_place = from.kept_b && from.kept_b->row_pairs && !layout.amx;
   // C's block (rows i0 + [0, rows), columns j0 + [0, cols)) over the whole of k.
   auto block = [&](int64_t i0, int64_t rows, int64_t j0, int64_t cols) {
     const int64_t panels = (cols + panel_cols - 1) / panel_cols;
-    thread_local detail::PackedWords a_words, b_words, a_by_pairs;  // grown once per shape
-    thread_local detail::PackedFloats made_rows;
-    if (a_words.size() < size_t(kChunkPairs * layout.packed_rows(rows)))
-      a_words.resize(kChunkPairs * layout.packed_rows(rows));
-    if (layout.amx && a_by_pairs.size() < size_t(kChunkPairs * rows))
-      a_by_pairs.resize(kChunkPairs * rows);
-    const Bf16Rows* kept = from.kept_b;
-    const bool b_in_place = kept && kept->row_pairs && !layout.amx;
-    if (!b_in_place && b_words.size() < size_t(panels * kChunkPairs * panel_cols))
-      b_words.resize(panels * kChunkPairs * panel_cols);
-    if (made_b && made_rows.size() < size_t(2 * kChunkPairs * cols))
-      made_rows.resize(2 * kChunkPairs * cols);
-    uint32_t* by_pairs = layout.amx ? a_by_pairs.data() : a_words.data();
+    thread_local ChunkBuffers buffers;
+    grow(buffers.a_words, kChunkPairs * layout.packed_rows(rows));
+    if (layout.amx) grow(buffers.a_by_pairs, kChunkPairs * rows);
+    if (!b_in_place) grow(buffers.b_words, panels * kChunkPairs * panel_cols);
+    if (from.made_b) grow(buffers.made_rows, 2 * kChunkPairs * cols);
+    // By columns of C all threads share A: one of them sums its columns.
+    const bool sums = from.sums_of_a && (m >= n || j0 == 0);
     for (int64_t l0 = 0; l0 < k; l0 += 2 * kChunkPairs) {
-      const int64_t terms = std::min(2 * kChunkPairs, k - l0), pairs = (terms + 1) / 2;
+      const int64_t terms = std::min(2 * kChunkPairs, k - l0);
       detail::Bf16Operands ops;
-      ops.pairs = layout.packed_pairs(pairs), ops.panel_cols = panel_cols;
-      const float* a_chunk = a + l0 * lda + i0;
-      if (sums_of_a && (m >= n || j0 == 0))  // by columns of C, all share A: one thread sums
-        detail::interleave_rows_summing(terms, rows, a_chunk, lda, by_pairs, rows,
-                                        sums_of_a + l0 / kernels::kColumnSumRows * m + i0);
-      else
-        detail::interleave_rows(terms, rows, a_chunk, lda, by_pairs, rows);
-      if (layout.amx) {
-        detail::pairs_to_rows(by_pairs, pairs, rows, a_words.data(), ops.pairs,
-                              layout.packed_rows(rows));
-        ops.a_row = ops.pairs, ops.a_pair = 1;
-      } else {
-        ops.a_row = 1, ops.a_pair = rows;
-      }
-      if (b_in_place) {  // read where they lie, from column j0
-        ops.b = kept->words() + l0 / 2 * kept->ld() + j0, ops.b_ld = kept->ld();
-      } else if (kept) {  // from column j0 (even: a multiple of the steps)
-        const int64_t ld = kept->ld();
-        const uint32_t* words =
-            kept->row_pairs ? kept->words() + l0 / 2 * ld + j0 : kept->words() + l0 * ld + j0 / 2;
-        detail::pack_kept_b(terms, cols, words, ld, kept->row_pairs, panel_cols, ops.pairs,
-                            b_words.data());
-      } else {
-        if (made_b) made_b->fill(l0, l0 + terms, j0, j0 + cols, made_rows.data());  // its columns
-        const float* b_chunk = made_b ? made_rows.data()
-                               : tb   ? b + j0 * ldb + l0
-                                      : b + l0 * ldb + j0;
-        detail::pack_b(tb, terms, cols, b_chunk, made_b ? cols : ldb, panel_cols, ops.pairs,
-                       b_words.data());
-      }
-      ops.a = a_words.data();
-      if (!b_in_place) ops.b = b_words.data();
+      ops.pairs = layout.packed_pairs((terms + 1) / 2), ops.panel_cols = panel_cols;
+      double* sum_a = sums ? from.sums_of_a + l0 / kernels::kColumnSumRows * m + i0 : nullptr;
+      pack_a_chunk(layout, a, lda, l0, terms, i0, rows, sum_a, buffers, ops);
+      pack_b_chunk(layout, tb, b, ldb, from, b_in_place, l0, terms, j0, cols, buffers, ops);
       const bool first = l0 == 0;
       layout.rows(ops, 0, rows, cols, 0, ops.pairs, alpha, first ? beta : 1.0f,
                   first && start ? start + j0 : nullptr, c + i0 * ldc + j0, ldc);
@@ -338,8 +370,8 @@ void gemm_bf16_made_a(const MadeRows& a, int64_t n, const float* b, int64_t ldb,
 void gemm_bf16_rounded_a(const Bf16Rows& a, int64_t n, const float* b, int64_t ldb, float* c,
                          int64_t ldc, const float* start, Bf16Tiles tiles) {
   check(!a.row_pairs, "gemm_bf16_rounded_a: A must be rounded by rows, not by pairs of rows");
-  product(false, true, a.rows, n, a.cols, 1.0f, nullptr, a.cols, b, ldb, 0.0f, c, ldc, start,
-          tiles, {.rounded_a = &a});
+  product(false, true, a.rows, n, a.cols, 1.0f, nullptr, a.cols, b, ldb, 0.0f, c, ldc, start, tiles,
+          {.rounded_a = &a});
 }
 
 void gemm_bf16_made_b(int64_t m, const float* a, int64_t lda, const MadeRows& b, float* c,
