@@ -148,6 +148,16 @@ void rows_packing_a(const Layout& layout, const detail::Bf16Operands& packed_b, 
   });
 }
 
+// Whether a chunk of `terms` rows of a B kept by pairs of rows is read where it lies rather than
+// packed: by the AVX512-BF16 tiles always; by the AMX tiles where its pairs fill whole tiles and
+// each row of words whole panels, so that no tile reads past the kept words (the last chunk
+// of a k that is not a multiple of 32 is packed).
+bool b_read_in_place(const Layout& layout, const Bf16Rows* kept, int64_t terms) {
+  if (!kept || !kept->row_pairs) return false;
+  if (!layout.amx) return true;
+  return kept->ld() % kAmxBlock == 0 && (terms + 1) / 2 % kAmxPairs == 0;
+}
+
 // One thread's packed chunks for chunks_packing_both, grown once per shape, then reused.
 struct ChunkBuffers {
   detail::PackedWords a_words, b_words, a_by_pairs;
@@ -215,8 +225,8 @@ void pack_b_chunk(const Layout& layout, bool tb, const float* b, int64_t ldb, co
 // parallel region per product, not one per chunk, whose start and end would cost more than
 // a chunk's arithmetic where C is small (a convolution's weight gradient). B made on demand
 // (`made_b`, not transposed) is made a chunk of rows at a time by each thread; B kept in bf16
-// (`kept_b`) is packed from its words, or read where it lies by the AVX512-BF16 tiles where it
-// is kept by pairs of rows.
+// (`kept_b`) is packed from its words, or read where it lies where it is kept by pairs of rows
+// and the tiles allow (b_read_in_place).
 // For the AMX tiles each chunk of A is turned into rows after it is packed (pairs_to_rows).
 //
 // With `sums_of_a`, the sums of A's columns are taken as A is packed, in double, each
@@ -228,23 +238,26 @@ void chunks_packing_both(const Layout& layout, bool tb, int64_t m, int64_t n, in
                          const float* start) {
   static_assert(kernels::kColumnSumRows % (2 * kChunkPairs) == 0, "a chunk of k in one sum");
   const int64_t panel_cols = layout.panel_cols;
-  const bool b_in_place = from.kept_b && from.kept_b->row_pairs && !layout.amx;
+  const int64_t chunk = 2 * kChunkPairs, last_terms = k - (k - 1) / chunk * chunk;
+  const bool packs_b = !b_read_in_place(layout, from.kept_b, std::min(k, chunk)) ||
+                       !b_read_in_place(layout, from.kept_b, last_terms);
   // C's block (rows i0 + [0, rows), columns j0 + [0, cols)) over the whole of k.
   auto block = [&](int64_t i0, int64_t rows, int64_t j0, int64_t cols) {
     const int64_t panels = (cols + panel_cols - 1) / panel_cols;
     thread_local ChunkBuffers buffers;
     grow(buffers.a_words, kChunkPairs * layout.packed_rows(rows));
     if (layout.amx) grow(buffers.a_by_pairs, kChunkPairs * rows);
-    if (!b_in_place) grow(buffers.b_words, panels * kChunkPairs * panel_cols);
+    if (packs_b) grow(buffers.b_words, panels * kChunkPairs * panel_cols);
     if (from.made_b) grow(buffers.made_rows, 2 * kChunkPairs * cols);
     // By columns of C all threads share A: one of them sums its columns.
     const bool sums = from.sums_of_a && (m >= n || j0 == 0);
-    for (int64_t l0 = 0; l0 < k; l0 += 2 * kChunkPairs) {
-      const int64_t terms = std::min(2 * kChunkPairs, k - l0);
+    for (int64_t l0 = 0; l0 < k; l0 += chunk) {
+      const int64_t terms = std::min(chunk, k - l0);
       detail::Bf16Operands ops;
       ops.pairs = layout.packed_pairs((terms + 1) / 2), ops.panel_cols = panel_cols;
       double* sum_a = sums ? from.sums_of_a + l0 / kernels::kColumnSumRows * m + i0 : nullptr;
       pack_a_chunk(layout, a, lda, l0, terms, i0, rows, sum_a, buffers, ops);
+      const bool b_in_place = b_read_in_place(layout, from.kept_b, terms);
       pack_b_chunk(layout, tb, b, ldb, from, b_in_place, l0, terms, j0, cols, buffers, ops);
       const bool first = l0 == 0;
       layout.rows(ops, 0, rows, cols, 0, ops.pairs, alpha, first ? beta : 1.0f,

@@ -14,7 +14,9 @@
 // The packing makes every tile whole, so no tile is ever configured smaller: op(A)'s rows are
 // padded to a multiple of 32 and its pairs to a multiple of 16, with zeros, and each row's
 // pairs are contiguous (Bf16Operands::a_pair = 1); op(B)'s panels are 32 columns wide and
-// their pairs padded to a multiple of 16 the same way. Zeros add nothing to the sums.
+// their pairs padded to a multiple of 16 the same way. Zeros add nothing to the sums. Or
+// op(B) is read where it lies (Bf16Operands::b_ld), where its rows of words hold whole panels
+// and its pairs whole tiles (bf16_gemm.cpp).
 //
 // The tile instructions run only where bf16_hardware() is amx. The model below does the same
 // steps in plain C++, with tdpbf16ps's own order of additions, so it gives the tiles' bits:
@@ -126,23 +128,27 @@ struct Tiles {
     _tile_loadd(3, from + kTile * ld + kTile, ld * 4);
   }
   // The sums over `pairs` pairs (a multiple of 16) of 32 rows of A (a_row words apart) by a
-  // panel of 32 columns. Each step also fetches into L1 the same step's lines of the next
-  // block's rows of A and panel (where they differ from these; null where they do not): a
-  // tile loaded from L2 holds the tiles back by about a sixth.
+  // panel of 32 columns (its pair rows panel_ld words apart: 32 packed, more read in place).
+  // Each step also fetches into L1 the same step's lines of the next block's rows of A and
+  // panel (where they differ from these; null where they do not): a tile loaded from L2 holds
+  // the tiles back by about a sixth.
   __attribute__((target("amx-tile,amx-bf16"))) void multiply(const uint32_t* a, int64_t a_row,
-                                                             const uint32_t* panel, int64_t pairs,
+                                                             const uint32_t* panel,
+                                                             int64_t panel_ld, int64_t pairs,
                                                              const uint32_t* next_a,
                                                              const uint32_t* next_panel) {
     for (int64_t p = 0; p < pairs; p += kTile) {
       if (next_a)
         for (int r = 0; r < kBlock; ++r) _mm_prefetch(next_a + r * a_row + p, _MM_HINT_T0);
       if (next_panel)
-        for (int t = 0; t < 2 * kTile; ++t)
-          _mm_prefetch(next_panel + p * kBlock + t * 16, _MM_HINT_T0);
+        for (int r = 0; r < kTile; ++r) {  // a pair row of 32 words: two lines
+          _mm_prefetch(next_panel + (p + r) * panel_ld, _MM_HINT_T0);
+          _mm_prefetch(next_panel + (p + r) * panel_ld + kTile, _MM_HINT_T0);
+        }
       _tile_loadd(4, a + p, a_row * 4);
       _tile_loadd(5, a + kTile * a_row + p, a_row * 4);
-      _tile_loadd(6, panel + p * kBlock, kBlock * 4);
-      _tile_loadd(7, panel + p * kBlock + kTile, kBlock * 4);
+      _tile_loadd(6, panel + p * panel_ld, panel_ld * 4);
+      _tile_loadd(7, panel + p * panel_ld + kTile, panel_ld * 4);
       _tile_dpbf16ps(0, 4, 6);
       _tile_dpbf16ps(1, 4, 7);
       _tile_dpbf16ps(2, 5, 6);
@@ -199,12 +205,13 @@ struct TilesModel {
     for (int r = 0; r < kBlock; ++r)
       for (int s = 0; s < kBlock; ++s) sums[r][s] = from[r * ld + s];
   }
-  void multiply(const uint32_t* a, int64_t a_row, const uint32_t* panel, int64_t pairs,
-                const uint32_t*, const uint32_t*) {
+  void multiply(const uint32_t* a, int64_t a_row, const uint32_t* panel, int64_t panel_ld,
+                int64_t pairs, const uint32_t*, const uint32_t*) {
     for (int64_t p = 0; p < pairs; p += kTile)
       for (int r = 0; r < kBlock; ++r)
         for (int s = 0; s < kBlock; ++s)
-          sums[r][s] = tile_dot(sums[r][s], a + r * a_row + p, panel + p * kBlock + s, kBlock);
+          sums[r][s] =
+              tile_dot(sums[r][s], a + r * a_row + p, panel + p * panel_ld + s, panel_ld);
   }
   void store(float* to, int64_t ld) const {
     for (int r = 0; r < kBlock; ++r)
@@ -225,7 +232,7 @@ void rows_of_blocks(TileKind& tiles, const Bf16Operands& ops, int64_t i0, int64_
   const bool in_tiles = alpha == 1.0f && (start || beta == 0.0f || beta == 1.0f);
   for (int64_t j = 0; j < n; j += kBlock) {
     const int64_t cols = std::min<int64_t>(kBlock, n - j);
-    const uint32_t* panel = ops.b + (j / kBlock * ops.pairs + p0) * kBlock;
+    const uint32_t* panel = ops.panel(j / kBlock, p0);
     if (start) {
       std::copy(start + j, start + j + cols, start_row);
       std::fill(start_row + cols, start_row + kBlock, 0.0f);
@@ -250,8 +257,9 @@ void rows_of_blocks(TileKind& tiles, const Bf16Operands& ops, int64_t i0, int64_
       const uint32_t* next_a =
           i0 + kBlock < i1 ? ops.a + (last_row ? i0 : i + kBlock) * ops.a_row + p0 : nullptr;
       const uint32_t* next_panel =
-          last_row && j + kBlock < n ? panel + ops.pairs * kBlock : nullptr;
-      tiles.multiply(ops.a + i * ops.a_row + p0, ops.a_row, panel, p1 - p0, next_a, next_panel);
+          last_row && j + kBlock < n ? ops.panel(j / kBlock + 1, p0) : nullptr;
+      tiles.multiply(ops.a + i * ops.a_row + p0, ops.a_row, panel, ops.panel_ld(), p1 - p0,
+                     next_a, next_panel);
       if (in_tiles && whole) {
         if (ops.stream_c)
           tiles.store_streaming(block, ldc, edge);

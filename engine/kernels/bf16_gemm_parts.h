@@ -30,8 +30,7 @@ struct Bf16Operands {
   int64_t pairs = 0;
   // Or op(B) read where it lies, not packed (a weight gradient's X kept by pairs of rows,
   // bf16_gemm.h Bf16Rows): word (p, j) of panel q at b[q * panel_cols + p * b_ld + j], the
-  // columns past n read but their sums never stored. Zero: packed, as above. Only the
-  // AVX512-BF16 tiles read B in place.
+  // columns past n read but their sums never stored. Zero: packed, as above.
   int64_t b_ld = 0;
   // Panel q's first word from pair p, and the words between its pair rows.
   const uint32_t* panel(int64_t q, int64_t p) const {

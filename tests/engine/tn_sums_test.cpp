@@ -29,12 +29,15 @@ struct Shape3 {
 
 // C split by rows (m >= n) and by columns, k across several 1024-row sum chunks and not a
 // multiple of the 512 terms a bf16 chunk packs, k odd, k shorter than one chunk, m = 1 (the
-// `sum` op's row path) and an empty k. In fp32 the first five take the engine's tiles; on two
-// threads with AVX-512's: by row tiles, computing C^T by row tiles, by row tiles over two
-// panels, and, where the row tiles are odd in count, by panels and C^T by panels (AVX2's
-// narrower panels split by panels more often).
-const Shape3 kShapes[] = {{40, 24, 2600},   {24, 100, 3071}, {96, 96, 1024}, {138, 128, 1300},
-                          {128, 207, 1300}, {37, 5, 300},    {1, 30, 2000},  {7, 9, 0}};
+// `sum` op's row path), an empty k, and k a multiple of 32 but not of 512. In fp32 the first
+// five take the engine's tiles; on two threads with AVX-512's: by row tiles, computing C^T by
+// row tiles, by row tiles over two panels, and, where the row tiles are odd in count, by panels
+// and C^T by panels (AVX2's narrower panels split by panels more often). A kept X is read where
+// it lies by the AMX tiles (and their model) where its rows of words are a multiple of 32 wide:
+// in every chunk at k = 1056 and k = 1024, in all but a last one, packed, at 2600, 1300, 2000.
+const Shape3 kShapes[] = {{40, 24, 2600},   {24, 100, 3071},  {96, 96, 1024},
+                          {138, 128, 1300}, {128, 207, 1300}, {37, 5, 300},
+                          {1, 30, 2000},    {7, 9, 0},        {64, 64, 1056}};
 
 // A (k x m) whose columns each hold +2^60 and, further down, -2^60 among values of 2^-8 .. 2^8:
 // while a sum holds 2^60 its small terms are rounded to its ulp, so a double sum taken in another
