@@ -9,7 +9,7 @@
 // to 16 float sums; AMX tiles read the same panels and rows of A padded to whole tiles
 // (engine/kernels/bf16_gemm_amx.cpp). Each element of C is one chain of such steps over each
 // chunk of k, the chunks added to C in order, so the bits depend on the shape and the kind of
-// tiles alone, not on the threads. On a CPU with AMX, products of fewer than 2^17
+// tiles alone, not on the threads. On a CPU with AMX, products of fewer than 2^18
 // multiply-adds (an attention head's) run on float fmas, their operands rounded to bf16.
 #pragma once
 
@@ -31,10 +31,11 @@ enum class Bf16Tiles { best, avx512_bf16, amx, amx_model, fma };
 
 // Below this many multiply-adds `best` is float fmas where the CPU has AMX: the tiles' fixed
 // costs (their configuration, rows padded to 32 and pairs to 16, blocks at C's edges through a
-// buffer) outweigh their speed. An attention head of 16 or 32 (50 x 50 x 32 = 80,000) ran
-// 7-17% faster on the AVX512-BF16 loops, one of 64 (160,000) 10-18% slower (Intel Xeon, family
-// 6 model 207); and fmas beat those loops there (bf16_gemm_fma.cpp).
-inline constexpr int64_t kAmxMinMacs = int64_t(1) << 17;
+// buffer) outweigh their speed. On an Intel Xeon of family 6 model 207, an attention head's
+// products ran faster on the fmas (bf16_gemm_fma.cpp) than on the tiles at head dims 16 and 32
+// (50 x 50 x 32 = 80,000) and 64 (160,000: dim 192 depth 12's attention 73 -> 60 ms a step);
+// at 128 (320,000) the two were level.
+inline constexpr int64_t kAmxMinMacs = int64_t(1) << 18;
 
 // A float matrix of rows x cols rounded to bf16 as a product reads it, in one of two layouts:
 // - by rows (row_pairs false): row i's pairs (bf16_pair of its values 2p and 2p + 1, the second

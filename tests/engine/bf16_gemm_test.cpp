@@ -235,7 +235,7 @@ TEST_CASE("on an AMX machine the tiles give the bits of their model") {
   set_num_threads(threads);
 }
 
-// On an AMX CPU a product of fewer than 2^17 multiply-adds (an attention head's) runs on float
+// On an AMX CPU a product of fewer than 2^18 multiply-adds (an attention head's) runs on float
 // fmas and a larger one on the tiles: the default gives the bits of that kind, not of the other
 // (the two sum in different orders, so random rows tell them apart).
 TEST_CASE("on an AMX machine small products run on float fmas, large ones on tiles") {
@@ -248,7 +248,8 @@ TEST_CASE("on an AMX machine small products run on float fmas, large ones on til
     Bf16Tiles expected, other;
   };
   const Size sizes[] = {{50, 32, 64, Bf16Tiles::fma, Bf16Tiles::amx},   // 102,400
-                        {64, 64, 64, Bf16Tiles::amx, Bf16Tiles::fma}};  // 262,144
+                        {50, 50, 64, Bf16Tiles::fma, Bf16Tiles::amx},   // 160,000: a head of 64
+                        {64, 64, 64, Bf16Tiles::amx, Bf16Tiles::fma}};  // 262,144 = 2^18
   for (const Size& s : sizes) {
     CAPTURE(s.m);
     CAPTURE(s.n);
