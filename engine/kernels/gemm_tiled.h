@@ -198,22 +198,40 @@ struct ColumnSums {
   }
 };
 
+// Rows [i0, i1) of op(A) = A^T over `terms` rows of A from `a` (A's columns i0..i1), as rows of
+// `terms` floats, `ld` >= terms rounded up to the tiles' lanes apart (the transposes write whole
+// blocks), 16 x 16 (AVX2: 8 x 8) at a time by the tiles' own transposes.
+template <class Tiles>
+void transposed_rows_of_a(const float* a, int64_t lda, int64_t i0, int64_t i1, int64_t terms,
+                          float* out, int64_t ld) {
+  constexpr int64_t kLanes = Tiles::kLanes;
+  for (int64_t l = 0; l < terms; l += kLanes)
+    for (int64_t i = i0; i < i1; i += kLanes)
+      Tiles::transpose(a + l * lda + i, lda, int(std::min(kLanes, terms - l)),
+                       int(std::min(kLanes, i1 - i)), out + (i - i0) * ld + l, ld);
+}
+
 // C = alpha A^T B + beta C, k long: k in chunks, each chunk's sums added to C in order. A
 // chunk of one of B's panels, packed, fits in L1 where the panels are narrow (AVX2's 16 columns,
 // 16 KiB) and stays there while the tiles of C's rows sweep it: B is packed, and the threads
 // share C's panels where they split evenly, so each packs only its own. A wide panel's chunk
 // (AVX-512's 64 columns, 64 KiB) does not fit, and each tile streams it from L2 packed or not:
-// B is read in place, since a copy per chunk on every thread cost more than it saved, and the
-// threads share C's rows, so each reads only its own columns of A (sharing the panels has every
-// thread read all of A: slower from dim 128 up, docs/speed.md), unless the row tiles split
-// unevenly and the panels do not. With `sums`, the thread that alone reads those columns of dY
-// sums them (the first, where all do: splitting those sums measured slower).
+// the threads share C's rows, so each reads only its own columns of A (sharing the panels has
+// every thread read all of A: slower from dim 128 up, docs/speed.md), unless the row tiles split
+// unevenly and the panels do not. With one such panel B is read in place, since a copy per chunk
+// on every thread cost more than it saved (at dim 64, turning A into rows as below cost 3-5% as
+// well). With more, each tile fetched one line of A per term, and the same lines again for every
+// panel: there each thread turns its columns of the chunk of A into rows (transposed_rows_of_a)
+// and packs B's chunk, and the tiles read both in order (on an Intel Xeon of family 6 model 207,
+// dim 192's qkv and fc2 weight gradients went from about 1.25 and 1.6 times OpenBLAS's time to
+// 1.1). Either way each element is the same fma chain. With `sums`, the thread that alone reads
+// those columns of dY sums them (the first, where all do: splitting those sums measured slower).
 template <class Tiles>
 void gemm_transposed_a(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
                        const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
                        const ColumnSums* sums) {
   static_assert(kernels::kColumnSumRows % kChunkTransposed == 0, "a chunk of k in one sum");
-  constexpr int64_t kRows = Tiles::kRows, kWidth = PackedB<Tiles>::kWidth;
+  constexpr int64_t kRows = Tiles::kRows, kLanes = Tiles::kLanes, kWidth = PackedB<Tiles>::kWidth;
   constexpr bool kPackB = kChunkTransposed * kWidth * int64_t(sizeof(float)) <= kL1Bytes;
   const int64_t panels = (n + kWidth - 1) / kWidth, tiles = (m + kRows - 1) / kRows;
   const int64_t threads = num_threads();
@@ -221,20 +239,32 @@ void gemm_transposed_a(int64_t m, int64_t n, int64_t k, float alpha, const float
   // Unevenly: row tiles the threads do not divide, few enough that one more is over 1.5%.
   const bool rows_split_evenly = tiles % threads == 0 || tiles >= 64 * threads;
   const bool by_panels = panels_split_evenly && (kPackB || !rows_split_evenly);
+  const bool a_as_rows = !kPackB && !by_panels && panels >= 2;
+  constexpr int64_t kRowLd = (kChunkTransposed + kLanes - 1) / kLanes * kLanes;  // A's as rows
   parallel_for(by_panels ? panels : tiles, 1, [&](int64_t t0, int64_t t1) {
     const int64_t i0 = by_panels ? 0 : t0 * kRows, i1 = by_panels ? m : std::min(m, t1 * kRows);
     const int64_t q0 = by_panels ? t0 : 0, q1 = by_panels ? t1 : panels;
     const bool summing = sums && ((sums->of_b == by_panels) || t0 == 0);
     thread_local PackedB<Tiles> chunk;
+    thread_local kernels::CacheLineVector<float> rows_of_a;  // grown once per shape, then reused
+    if (a_as_rows && rows_of_a.size() < size_t((i1 - i0) * kRowLd))
+      rows_of_a.resize((i1 - i0) * kRowLd);
     for (int64_t p = 0; p < k; p += kChunkTransposed) {
       const int64_t rows = std::min(kChunkTransposed, k - p);
-      chunk.pack(false, p, rows, n, b, ldb, q0, q1, !kPackB);
+      chunk.pack(false, p, rows, n, b, ldb, q0, q1, !kPackB && !a_as_rows);
       // dY as A: each block of its columns summed as soon as the block's products are done.
       auto sum_block = [&](int64_t ib, int64_t ie) {
         if (summing && !sums->of_b) sums->add(a, lda, p, p + rows, ib, ie);
       };
-      part_of_c<Tiles, true>(i0, i1, q0, q1, n, rows, alpha, a + p * lda, lda, chunk, 0,
-                             p == 0 ? beta : 1.0f, nullptr, c, ldc, sum_block);
+      if (a_as_rows) {  // rows relative to i0, the sums' too
+        transposed_rows_of_a<Tiles>(a + p * lda, lda, i0, i1, rows, rows_of_a.data(), kRowLd);
+        part_of_c<Tiles, false>(0, i1 - i0, q0, q1, n, rows, alpha, rows_of_a.data(), kRowLd, chunk,
+                                0, p == 0 ? beta : 1.0f, nullptr, c + i0 * ldc, ldc,
+                                [&](int64_t ib, int64_t ie) { sum_block(i0 + ib, i0 + ie); });
+      } else {
+        part_of_c<Tiles, true>(i0, i1, q0, q1, n, rows, alpha, a + p * lda, lda, chunk, 0,
+                               p == 0 ? beta : 1.0f, nullptr, c, ldc, sum_block);
+      }
       if (summing && sums->of_b)
         sums->add(b, ldb, p, p + rows, q0 * kWidth, std::min(n, q1 * kWidth));
     }

@@ -73,12 +73,15 @@ TEST_CASE("the float tiles give a plain fma loop's bits: linear forward, input a
     // (6400 x 192 x 64 shrunk): forward with a bias, k in one and in three chunks; an input
     // gradient dY W; weight gradients dY^T X, with B wider than A (C^T made) and narrower,
     // C's rows shared among the threads and its panels (AVX-512's tiles: an odd count of row
-    // tiles; AVX2's: an even count of panels).
+    // tiles; AVX2's: an even count of panels), and, with AVX-512's, C's rows shared over two or
+    // more panels, where A's columns are turned into rows (its last chunk of k 88 terms long,
+    // not a whole number of the transposes' blocks), made directly and as C^T.
     for (const Product s :
          {Product{false, true, 70, 37, 64, 1, 0}, Product{false, true, 130, 40, 600, 1, 0},
           Product{false, false, 99, 64, 300, 2, 0.5f}, Product{true, false, 64, 256, 700, 1, 0},
           Product{true, false, 70, 64, 600, 1, 0}, Product{true, false, 17, 130, 256, 1, 0},
-          Product{true, false, 138, 128, 600, 1, 0}, Product{true, false, 64, 256, 300, 2, 0.5f}}) {
+          Product{true, false, 138, 128, 600, 1, 0}, Product{true, false, 64, 256, 300, 2, 0.5f},
+          Product{true, false, 96, 192, 600, 1, 0}, Product{true, false, 96, 192, 600, 1, 0.5f}}) {
       CAPTURE(s.ta);
       CAPTURE(s.tb);
       CAPTURE(s.m);

@@ -35,9 +35,11 @@ struct Shape3 {
 // and C^T by panels (AVX2's narrower panels split by panels more often). A kept X is read where
 // it lies by the AMX tiles (and their model) where its rows of words are a multiple of 32 wide:
 // in every chunk at k = 1056 and k = 1024, in all but a last one, packed, at 2600, 1300, 2000.
-const Shape3 kShapes[] = {{40, 24, 2600},   {24, 100, 3071},  {96, 96, 1024},
-                          {138, 128, 1300}, {128, 207, 1300}, {37, 5, 300},
-                          {1, 30, 2000},    {7, 9, 0},        {64, 64, 1056}};
+// In fp32 with AVX-512's tiles the last two have C's rows shared over two panels, dY's columns
+// turned into rows: as A (192 x 128) and as B (96 x 192, C^T made).
+const Shape3 kShapes[] = {{40, 24, 2600},   {24, 100, 3071}, {96, 96, 1024}, {138, 128, 1300},
+                          {128, 207, 1300}, {37, 5, 300},    {1, 30, 2000},  {7, 9, 0},
+                          {64, 64, 1056},   {192, 128, 600}, {96, 192, 600}};
 
 // A (k x m) whose columns each hold +2^60 and, further down, -2^60 among values of 2^-8 .. 2^8:
 // while a sum holds 2^60 its small terms are rounded to its ulp, so a double sum taken in another
