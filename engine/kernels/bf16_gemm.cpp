@@ -9,9 +9,12 @@
 #include "engine/kernels/bf16.h"
 #include "engine/kernels/bf16_gemm_parts.h"
 #include "engine/kernels/matmul_precision.h"
+#include "engine/kernels/scratch.h"
 
 namespace vg {
 namespace {
+
+using kernels::grow;
 
 // A chain covers at most this many pairs (512 terms of k) before its sums are added to C:
 // the pairs of B for one panel (256 x 64 words, 64 KB) stay in L2 while the rows sweep it.
@@ -30,12 +33,6 @@ constexpr int64_t kStreamBytes = int64_t(4) << 20;
 
 int64_t round_up(int64_t x, int64_t to) {
   return (x + to - 1) / to * to;
-}
-
-// A thread's scratch, grown to a shape's size once and then reused.
-template <class Buffer>
-void grow(Buffer& buffer, int64_t size) {
-  if (buffer.size() < size_t(size)) buffer.resize(size);
 }
 
 // Where a product's operands come from besides float matrices, and what it leaves: A or B made
@@ -359,8 +356,7 @@ void product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, con
   ops.pairs = layout.packed_pairs((k + 1) / 2);
   ops.panel_cols = layout.panel_cols;
   const int64_t panels = (n + layout.panel_cols - 1) / layout.panel_cols;
-  if (b_words.size() < size_t(panels * ops.pairs * layout.panel_cols))
-    b_words.resize(panels * ops.pairs * layout.panel_cols);
+  grow(b_words, panels * ops.pairs * layout.panel_cols);
   detail::pack_b(tb, k, n, b, ldb, layout.panel_cols, ops.pairs, b_words.data());
   ops.b = b_words.data();
   rows_packing_a(layout, ops, m, n, k, a, lda, from, alpha, beta, start, c, ldc);

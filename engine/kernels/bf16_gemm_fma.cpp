@@ -16,6 +16,7 @@
 #include "engine/kernels/bf16.h"
 #include "engine/kernels/bf16_gemm_parts.h"
 #include "engine/kernels/gemm_simd.h"
+#include "engine/kernels/scratch.h"
 
 namespace vg::detail {
 
@@ -23,8 +24,8 @@ void bf16_product_fma(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float a
                       const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
                       float* c, int64_t ldc, const float* start) {
   thread_local PackedFloats a_rounded, b_rounded;  // grown once per shape, then reused
-  if (a_rounded.size() < size_t(m * k)) a_rounded.resize(m * k);
-  if (b_rounded.size() < size_t(n * k)) b_rounded.resize(n * k);
+  kernels::grow(a_rounded, m * k);
+  kernels::grow(b_rounded, n * k);
   // Each operand rounded as it is stored (op(A) k rows of m when transposed), except that the
   // fp32 loops take one transposed operand at most: with both, op(A) is written out m x k.
   const bool a_transposed = ta && !tb;

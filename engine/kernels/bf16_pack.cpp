@@ -6,6 +6,7 @@
 
 #include "engine/core/parallel.h"
 #include "engine/kernels/bf16_gemm_parts.h"
+#include "engine/kernels/scratch.h"
 
 namespace vg::detail {
 
@@ -107,7 +108,7 @@ void panels_of_transposed_rows(int64_t k, int64_t n, const float* b, int64_t ldb
   for (int64_t q = 0; q < panels; ++q) {
     const int64_t j0 = q * width, cols = std::min(width, n - j0);
     thread_local PackedWords row_pairs;  // the caller's, shared by the workers
-    if (row_pairs.size() < size_t(cols * pairs)) row_pairs.resize(cols * pairs);
+    kernels::grow(row_pairs, cols * pairs);
     uint32_t* rows = row_pairs.data();
     uint32_t* panel = out + q * stride * width;
     parallel_for(cols, grain, [&](int64_t c0, int64_t c1) {

@@ -16,6 +16,7 @@
 #include "engine/kernels/bf16_gemm.h"
 #include "engine/kernels/gemm_simd.h"
 #include "engine/kernels/matmul_precision.h"
+#include "engine/kernels/scratch.h"
 
 extern "C" char* openblas_get_corename(void);
 
@@ -80,7 +81,7 @@ void gemm_split_k(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, co
     return;
   }
   thread_local std::vector<T> scratch;  // grown once per shape, then reused
-  if (scratch.size() < size_t(blocks * m * n)) scratch.resize(blocks * m * n);
+  kernels::grow(scratch, blocks * m * n);
   T* part = scratch.data();
   parallel_for(blocks, 1, [&](int64_t q0, int64_t q1) {
     for (int64_t q = q0; q < q1; ++q) {

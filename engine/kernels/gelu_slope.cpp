@@ -7,6 +7,7 @@
 #include "engine/kernels/bf16_gemm.h"
 #include "engine/kernels/bf16_gemm_parts.h"
 #include "engine/kernels/gelu_math.h"
+#include "engine/kernels/scratch.h"
 
 namespace vg::kernels {
 
@@ -68,7 +69,7 @@ void gelu_with_grad_bf16(const float* h, uint32_t* words, float* d, int64_t rows
   parallel_for(pair_rows, std::max<int64_t>(1, (1 << 13) / std::max<int64_t>(cols, 1)),
                [&](int64_t p0, int64_t p1) {
                  thread_local std::vector<float> values;  // two rows', grown once per shape
-                 if (values.size() < size_t(2 * cols)) values.resize(size_t(2 * cols));
+                 grow(values, 2 * cols);
                  for (int64_t p = p0; p < p1; ++p) pair_of_rows(p, values.data());
                });
 }

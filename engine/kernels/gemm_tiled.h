@@ -20,6 +20,7 @@
 #include "engine/core/parallel.h"
 #include "engine/kernels/axis_sums.h"
 #include "engine/kernels/cache_line_vector.h"
+#include "engine/kernels/scratch.h"
 
 namespace vg::detail::tiled {
 
@@ -107,7 +108,7 @@ class PackedB {
     }
     in_place_ = nullptr;
     stride_ = kWidth;
-    if (data_.size() < size_t(panels * k * kWidth)) data_.resize(panels * k * kWidth);
+    kernels::grow(data_, panels * k * kWidth);
     if (tb)
       pack_transposed(p0, k, n, b, ldb, q0, q1);
     else
@@ -247,8 +248,7 @@ void gemm_transposed_a(int64_t m, int64_t n, int64_t k, float alpha, const float
     const bool summing = sums && ((sums->of_b == by_panels) || t0 == 0);
     thread_local PackedB<Tiles> chunk;
     thread_local kernels::CacheLineVector<float> rows_of_a;  // grown once per shape, then reused
-    if (a_as_rows && rows_of_a.size() < size_t((i1 - i0) * kRowLd))
-      rows_of_a.resize((i1 - i0) * kRowLd);
+    if (a_as_rows) kernels::grow(rows_of_a, (i1 - i0) * kRowLd);
     for (int64_t p = 0; p < k; p += kChunkTransposed) {
       const int64_t rows = std::min(kChunkTransposed, k - p);
       chunk.pack(false, p, rows, n, b, ldb, q0, q1, !kPackB && !a_as_rows);
@@ -285,7 +285,7 @@ bool transposed_a_product(int64_t m, int64_t n, int64_t k, float alpha, const fl
     // this speed). C^T = B^T A has the narrower A in B's place instead. Each element is the
     // same fma chain (the products commute), so C gets the same bits.
     thread_local kernels::CacheLineVector<float> c_transposed;  // grown once per shape, then reused
-    if (c_transposed.size() < size_t(n * m)) c_transposed.resize(n * m);
+    kernels::grow(c_transposed, n * m);
     const ColumnSums sums{true, m, sums_parts};
     gemm_transposed_a<Tiles>(n, m, k, alpha, b, ldb, a, lda, 0.0f, c_transposed.data(), m,
                              sums_parts ? &sums : nullptr);

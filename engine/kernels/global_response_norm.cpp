@@ -8,6 +8,7 @@
 #include "engine/kernels/bf16_gemm.h"
 #include "engine/kernels/bf16_gemm_parts.h"
 #include "engine/kernels/gelu_slope.h"
+#include "engine/kernels/scratch.h"
 
 namespace vg::kernels {
 namespace {
@@ -184,7 +185,7 @@ void gelu_grn_backward_by_sample(const T* h, bool tanh_form, const T* gamma, con
   parallel_for(B, grain_for(S * C), [&](int64_t b0, int64_t b1) {
     thread_local std::vector<T> act, slope, y;  // the sample's, grown once per shape
     for (auto* block : {&act, &slope, &y})
-      if (block->size() < size_t(S * C) && (block != &y || !a)) block->resize(size_t(S * C));
+      if (block != &y || !a) grow(*block, S * C);
     std::vector<double> norm(C), direct(C), through_norm(C);
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t at = b * S * C;
