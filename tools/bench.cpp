@@ -1,7 +1,8 @@
 // `vitgrad bench`: times training steps (forward, cross-entropy, backward, AdamW) of a model
 // on random images, after warm-up, and reports the median step, images/s, the matmul rate,
 // peak memory, the OpenBLAS kernels and how the processors' time was shared (a busy host
-// takes some: steal); --profile adds where the time goes per op.
+// takes some: steal); --profile adds where the time goes per op, --products each linear
+// layer's products against OpenBLAS's (tools/bench_products.h).
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -27,6 +28,7 @@
 #include "engine/optim/param_groups.h"
 #include "models/vit.h"
 #include "tools/args.h"
+#include "tools/bench_products.h"
 #include "tools/cpu_shares.h"
 #include "tools/model_flags.h"
 #include "tools/train_flags.h"
@@ -149,6 +151,9 @@ std::vector<Flag> bench_flags() {
        "fp32 (default) | bf16: matrix products on bf16 operands, float sums | auto: bf16 where "
        "the CPU's bf16 units outrun its fmas, else fp32"},
       {"--profile", "", "also print the time per op (forward and backward) and optimiser"},
+      {"--products", "",
+       "also time each linear layer's three products (forward, input and weight gradient) at "
+       "the step's shapes, on vitgrad's products and on OpenBLAS's sgemm"},
       {"--json", "", "print one JSON line instead of the report"}};
   flags.insert(flags.end(), own.begin(), own.end());
   return flags;
@@ -229,11 +234,12 @@ BenchReport report_on(const TimedSteps& timed, int64_t batch, double matmul_flop
   return r;
 }
 
-void print_json(const BenchReport& r) {
+// The report as one JSON line, with the products' timings where --products asked for them.
+void print_json(const BenchReport& r, const nlohmann::json& products) {
   const CpuShares& cpu = r.timed.cpu;
   const nlohmann::json at_units_peak =
       r.units > 0 ? nlohmann::json(double(r.batch) * r.units * 1e9 / r.matmul_flops) : nullptr;
-  std::cout << nlohmann::json{{"images_per_s", r.ips},
+  const nlohmann::json report{{"images_per_s", r.ips},
                               {"ms_per_step", 1e3 * r.median},
                               {"gflops", r.gflops},
                               {"sgemm_gflops", r.sgemm},
@@ -253,9 +259,10 @@ void print_json(const BenchReport& r) {
                               {"gomp_spincount", env_or_unset("GOMP_SPINCOUNT")},
                               {"cpu_busy_percent", share_or_null(cpu, &CpuShares::busy)},
                               {"cpu_idle_percent", share_or_null(cpu, &CpuShares::idle)},
-                              {"cpu_steal_percent", share_or_null(cpu, &CpuShares::steal)}}
-                   .dump()
-            << "\n";
+                              {"cpu_steal_percent", share_or_null(cpu, &CpuShares::steal)}};
+  nlohmann::json line = report;
+  if (!products.is_null()) line["products"] = products;
+  std::cout << line.dump() << "\n";
 }
 
 // Which bf16 units ran the products, and the sgemm rate beside the bf16 GEMM's.
@@ -329,13 +336,18 @@ int run_bench(const std::vector<std::string>& argv) {
   const double matmul_flops = step_matmul_flops(model, images);
   const TimedSteps timed = time_steps(model, images, labels, warmup, steps, args.on("--profile"));
   const BenchReport report = report_on(timed, batch, matmul_flops, bf16);
+  constexpr int kProductRepeats = 10;
+  const std::vector<ProductTiming> products =
+      args.on("--products") ? time_products(block_products(model, batch), kProductRepeats)
+                            : std::vector<ProductTiming>{};
   if (args.on("--json"))
-    print_json(report);
+    print_json(report, args.on("--products") ? products_json(products) : nlohmann::json());
   else
     print_report(report, steps);
   if (const std::string note = blas_core_note(); !note.empty()) std::cerr << note << "\n";
   if (bf16) print_slow_bf16_units_note();
   if (args.on("--profile")) print_profile(timed.profile, steps);
+  if (args.on("--products") && !args.on("--json")) print_products(products, bf16, kProductRepeats);
   return 0;
 }
 

@@ -50,11 +50,12 @@ void single_threaded_blas() {
 // order), so that with them no float product depends on OpenBLAS: its kernel families sum in
 // their own orders (and some without fmas), which made fp32 training's bits depend on the
 // family OpenBLAS picked for the CPU. Double products (gradient checks), and float ones on a
-// CPU without the tiles or with VITGRAD_GEMM=blas, go to OpenBLAS.
-template <class T>
+// CPU without the tiles or with VITGRAD_GEMM=blas, go to OpenBLAS; with kOpenBlasOnly every one
+// does (the library's rate, for `vitgrad bench --products`).
+template <class T, bool kOpenBlasOnly = false>
 void product_block(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
                    int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
-  if constexpr (std::is_same_v<T, float>)
+  if constexpr (std::is_same_v<T, float> && !kOpenBlasOnly)
     if (detail::gemm_simd_small(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) return;
   const CBLAS_TRANSPOSE opa = ta ? CblasTrans : CblasNoTrans, opb = tb ? CblasTrans : CblasNoTrans;
   if constexpr (std::is_same_v<T, float>)
@@ -72,12 +73,12 @@ void product_block(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, c
 // the bits depend on the shape alone.
 constexpr int64_t kDeepRatio = 8;
 
-template <class T>
+template <class T, bool kOpenBlasOnly = false>
 void gemm_split_k(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
                   int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
   const int64_t blocks = block_count(1, k, m * n);  // the same rule, with k as the long side
   if (blocks == 1) {
-    product_block(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    product_block<T, kOpenBlasOnly>(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
   thread_local std::vector<T> scratch;  // grown once per shape, then reused
@@ -88,7 +89,8 @@ void gemm_split_k(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, co
       const int64_t l0 = k * q / blocks, l1 = k * (q + 1) / blocks;
       const T* a0 = ta ? a + l0 * lda : a + l0;  // op(A)'s columns l0.., op(B)'s rows l0..
       const T* b0 = tb ? b + l0 : b + l0 * ldb;
-      product_block(ta, tb, m, n, l1 - l0, alpha, a0, lda, b0, ldb, T(0), part + q * m * n, n);
+      product_block<T, kOpenBlasOnly>(ta, tb, m, n, l1 - l0, alpha, a0, lda, b0, ldb, T(0),
+                                      part + q * m * n, n);
     }
   });
   parallel_for(m, std::max<int64_t>(1, 16384 / std::max<int64_t>(n, 1)),
@@ -104,11 +106,11 @@ void gemm_split_k(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, co
                });
 }
 
-template <class T>
+template <class T, bool kOpenBlasOnly = false>
 void gemm_impl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
                const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
-  if constexpr (std::is_same_v<T, float>)
+  if constexpr (std::is_same_v<T, float> && !kOpenBlasOnly)
     if (matmul_precision() == MatmulPrecision::bf16)  // --amp bf16: every float product
       return gemm_bf16(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   if (k == 0) {  // cblas rejects some of these; the product is empty, only beta acts
@@ -116,16 +118,16 @@ void gemm_impl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const
       for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == T(0) ? T(0) : beta * c[i * ldc + j];
     return;
   }
-  if constexpr (std::is_same_v<T, float>)
+  if constexpr (std::is_same_v<T, float> && !kOpenBlasOnly)
     if (detail::gemm_simd(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) return;
   single_threaded_blas();
   if (k >= kDeepRatio * std::max(m, n)) {
-    gemm_split_k(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    gemm_split_k<T, kOpenBlasOnly>(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
   const int64_t blocks = block_count(m, n, k);
   if (blocks == 1) {
-    product_block(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    product_block<T, kOpenBlasOnly>(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
   // The blocks run in parallel, or one after the other inside a parallel region or on one
@@ -135,7 +137,8 @@ void gemm_impl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const
       for (int64_t q = q0; q < q1; ++q) {
         const int64_t i0 = m * q / blocks, i1 = m * (q + 1) / blocks;
         const T* a0 = ta ? a + i0 : a + i0 * lda;
-        product_block(ta, tb, i1 - i0, n, k, alpha, a0, lda, b, ldb, beta, c + i0 * ldc, ldc);
+        product_block<T, kOpenBlasOnly>(ta, tb, i1 - i0, n, k, alpha, a0, lda, b, ldb, beta,
+                                        c + i0 * ldc, ldc);
       }
     });
   } else {  // blocks of columns of C: columns of op(B)
@@ -143,7 +146,8 @@ void gemm_impl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const
       for (int64_t q = q0; q < q1; ++q) {
         const int64_t j0 = n * q / blocks, j1 = n * (q + 1) / blocks;
         const T* b0 = tb ? b + j0 * ldb : b + j0;
-        product_block(ta, tb, m, j1 - j0, k, alpha, a, lda, b0, ldb, beta, c + j0, ldc);
+        product_block<T, kOpenBlasOnly>(ta, tb, m, j1 - j0, k, alpha, a, lda, b0, ldb, beta, c + j0,
+                                        ldc);
       }
     });
   }
@@ -256,6 +260,11 @@ void sgemm_on_openblas(int64_t m, int64_t n, int64_t k, const float* a, const fl
                   a + i0 * k, int(k), b, int(n), 0.0f, c + i0 * n, int(n));
     }
   });
+}
+
+void gemm_on_openblas(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,
+                      int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc) {
+  gemm_impl<float, true>(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
 }
 
 const char* float_tiles_name() {

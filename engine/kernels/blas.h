@@ -87,6 +87,12 @@ void gemm_tn_sums(int64_t m, const float* a, const Bf16Rows& b, float* c, float*
 // reference `vitgrad bench` measures the model's products against, whatever gemm() runs on.
 void sgemm_on_openblas(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c);
 
+// C (m x n) = op(A) op(B) on OpenBLAS's sgemm whatever the precision and the CPU, cut into
+// blocks on the engine's threads as gemm() cuts the products it gives OpenBLAS: the library's
+// rate at one of the model's products (`vitgrad bench --products`).
+void gemm_on_openblas(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,
+                      int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc);
+
 // The OpenBLAS kernel family in use, e.g. "Haswell" or "Cooperlake".
 const char* blas_core_name();
 // Whose float products the linear layers and attention heads run on: "AVX-512" or "AVX2"
