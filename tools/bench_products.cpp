@@ -23,16 +23,16 @@ struct Operands {
   Bf16Rows kept_x;
 };
 
-Operands operands_for(const LinearProduct& p, int64_t rows, int64_t in, int64_t out) {
+Operands operands_for(const LinearProduct& p) {
   Rng rng(11);
-  Operands o{randn({rows, in}, rng),    randn({rows, out}, rng),
-             randn({out, in}, rng),     randn({out}, rng),
-             Tensor::empty({p.m, p.n}), Tensor::empty({p.m, p.n}),
-             Tensor::empty({out}),      Bf16Rows()};
-  if (p.kind == "weight gradient" && products_keep_bf16()) {
-    Tensor y = Tensor::empty({rows, out});
-    gemm_bias_keeping_a(rows, out, in, o.x.data<float>(), o.w.data<float>(), o.bias.data<float>(),
-                        y.data<float>(), o.kept_x);
+  Operands o{randn({p.rows, p.in}, rng),    randn({p.rows, p.out}, rng),
+             randn({p.out, p.in}, rng),     randn({p.out}, rng),
+             Tensor::empty({p.m(), p.n()}), Tensor::empty({p.m(), p.n()}),
+             Tensor::empty({p.out}),        Bf16Rows()};
+  if (p.kind == ProductKind::weight_gradient && products_keep_bf16()) {
+    Tensor y = Tensor::empty({p.rows, p.out});
+    gemm_bias_keeping_a(p.rows, p.out, p.in, o.x.data<float>(), o.w.data<float>(),
+                        o.bias.data<float>(), y.data<float>(), o.kept_x);
   }
   return o;
 }
@@ -43,17 +43,18 @@ Operands operands_for(const LinearProduct& p, int64_t rows, int64_t in, int64_t 
 void on_engine(const LinearProduct& p, Operands& o) {
   const float *x = o.x.data<float>(), *dy = o.dy.data<float>(), *w = o.w.data<float>();
   float* c = o.engine_out.data<float>();
+  const float* bias = o.bias.data<float>();
   const bool keep = products_keep_bf16();
-  if (p.kind == "forward" && keep)
-    gemm_bias_keeping_a(p.m, p.n, p.k, x, w, o.bias.data<float>(), c, o.kept_x);
-  else if (p.kind == "forward")
-    gemm_bias(p.m, p.n, p.k, x, w, o.bias.data<float>(), c);
-  else if (p.kind == "input gradient")
-    gemm(false, false, p.m, p.n, p.k, 1.0f, dy, p.k, w, p.n, 0.0f, c, p.n);
-  else if (keep)
-    gemm_tn_sums(p.m, dy, o.kept_x, c, o.bias_grad.data<float>());
-  else
-    gemm_tn_sums(p.m, p.n, p.k, dy, x, c, o.bias_grad.data<float>());
+  switch (p.kind) {
+    case ProductKind::forward:
+      if (keep) return gemm_bias_keeping_a(p.rows, p.out, p.in, x, w, bias, c, o.kept_x);
+      return gemm_bias(p.rows, p.out, p.in, x, w, bias, c);
+    case ProductKind::input_gradient:
+      return gemm(false, false, p.rows, p.in, p.out, 1.0f, dy, p.out, w, p.in, 0.0f, c, p.in);
+    case ProductKind::weight_gradient:
+      if (keep) return gemm_tn_sums(p.out, dy, o.kept_x, c, o.bias_grad.data<float>());
+      return gemm_tn_sums(p.out, p.in, p.rows, dy, x, c, o.bias_grad.data<float>());
+  }
 }
 
 // The same product on OpenBLAS's sgemm (the forward without its bias, the weight gradient
@@ -61,12 +62,14 @@ void on_engine(const LinearProduct& p, Operands& o) {
 void on_openblas(const LinearProduct& p, Operands& o) {
   const float *x = o.x.data<float>(), *dy = o.dy.data<float>(), *w = o.w.data<float>();
   float* c = o.openblas_out.data<float>();
-  if (p.kind == "forward")
-    gemm_on_openblas(false, true, p.m, p.n, p.k, x, p.k, w, p.k, c, p.n);
-  else if (p.kind == "input gradient")
-    gemm_on_openblas(false, false, p.m, p.n, p.k, dy, p.k, w, p.n, c, p.n);
-  else
-    gemm_on_openblas(true, false, p.m, p.n, p.k, dy, p.m, x, p.n, c, p.n);
+  switch (p.kind) {
+    case ProductKind::forward:
+      return gemm_on_openblas(false, true, p.rows, p.out, p.in, x, p.in, w, p.in, c, p.out);
+    case ProductKind::input_gradient:
+      return gemm_on_openblas(false, false, p.rows, p.in, p.out, dy, p.out, w, p.in, c, p.in);
+    case ProductKind::weight_gradient:
+      return gemm_on_openblas(true, false, p.out, p.in, p.rows, dy, p.out, x, p.in, c, p.in);
+  }
 }
 
 template <class F>
@@ -81,16 +84,30 @@ double relative_difference(const LinearProduct& p, const Operands& o) {
   const float *e = o.engine_out.data<float>(), *r = o.openblas_out.data<float>();
   const float* bias = o.bias.data<float>();
   double largest = 0, diff = 0;
-  for (int64_t i = 0; i < p.m; ++i)
-    for (int64_t j = 0; j < p.n; ++j) {
-      const double engine = double(e[i * p.n + j]) - (p.kind == "forward" ? bias[j] : 0.0f);
-      largest = std::max(largest, std::abs(double(r[i * p.n + j])));
-      diff = std::max(diff, std::abs(engine - double(r[i * p.n + j])));
+  const int64_t m = p.m(), n = p.n();
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      const double engine =
+          double(e[i * n + j]) - (p.kind == ProductKind::forward ? bias[j] : 0.0f);
+      largest = std::max(largest, std::abs(double(r[i * n + j])));
+      diff = std::max(diff, std::abs(engine - double(r[i * n + j])));
     }
   return largest > 0 ? diff / largest : diff;
 }
 
 }  // namespace
+
+const char* kind_name(ProductKind kind) {
+  switch (kind) {
+    case ProductKind::forward:
+      return "forward";
+    case ProductKind::input_gradient:
+      return "input gradient";
+    case ProductKind::weight_gradient:
+      return "weight gradient";
+  }
+  return "";
+}
 
 std::vector<LinearProduct> block_products(const ViT& model, int64_t batch) {
   const int64_t rows = batch * (model.config().num_patches() + 1);  // the class token's too
@@ -98,10 +115,9 @@ std::vector<LinearProduct> block_products(const ViT& model, int64_t batch) {
   for (const auto& [name, module] : model.block(0).named_modules()) {
     const auto* linear = dynamic_cast<const nn::Linear*>(module);
     if (!linear) continue;
-    const int64_t in = linear->in_features(), outs = linear->out_features();
-    out.push_back({name, "forward", rows, outs, in});
-    out.push_back({name, "input gradient", rows, in, outs});
-    out.push_back({name, "weight gradient", outs, in, rows});
+    for (ProductKind kind :
+         {ProductKind::forward, ProductKind::input_gradient, ProductKind::weight_gradient})
+      out.push_back({name, kind, rows, linear->in_features(), linear->out_features()});
   }
   return out;
 }
@@ -109,11 +125,7 @@ std::vector<LinearProduct> block_products(const ViT& model, int64_t batch) {
 std::vector<ProductTiming> time_products(const std::vector<LinearProduct>& products, int repeats) {
   std::vector<ProductTiming> timings;
   for (const LinearProduct& p : products) {
-    const bool weight = p.kind == "weight gradient";
-    const int64_t rows = weight ? p.k : p.m;
-    const int64_t in = p.kind == "forward" ? p.k : p.n;
-    const int64_t out = p.kind == "forward" ? p.n : weight ? p.m : p.k;
-    Operands o = operands_for(p, rows, in, out);
+    Operands o = operands_for(p);
     ProductTiming t{p, 1e30, 1e30, 0};
     on_engine(p, o);  // untimed: scratch grown, pages touched
     on_openblas(p, o);
@@ -140,12 +152,13 @@ void print_products(const std::vector<ProductTiming>& timings, bool bf16, int re
   for (const ProductTiming& t : timings) {
     const LinearProduct& p = t.product;
     const std::string shape =
-        std::to_string(p.m) + " x " + std::to_string(p.n) + " x " + std::to_string(p.k);
-    std::cout << "  " << std::left << std::setw(30) << (p.layer + " " + p.kind) << std::right
-              << std::setw(20) << shape << std::fixed << std::setprecision(3) << std::setw(12)
-              << 1e3 * t.engine_s << std::setprecision(0) << std::setw(9) << t.gflop() / t.engine_s
-              << std::setprecision(3) << std::setw(13) << 1e3 * t.openblas_s << std::setprecision(0)
-              << std::setw(9) << t.gflop() / t.openblas_s << std::setprecision(2) << std::setw(12)
+        std::to_string(p.m()) + " x " + std::to_string(p.n()) + " x " + std::to_string(p.k());
+    std::cout << "  " << std::left << std::setw(30) << (p.layer + " " + kind_name(p.kind))
+              << std::right << std::setw(20) << shape << std::fixed << std::setprecision(3)
+              << std::setw(12) << 1e3 * t.engine_s << std::setprecision(0) << std::setw(9)
+              << t.gflop() / t.engine_s << std::setprecision(3) << std::setw(13)
+              << 1e3 * t.openblas_s << std::setprecision(0) << std::setw(9)
+              << t.gflop() / t.openblas_s << std::setprecision(2) << std::setw(12)
               << t.engine_s / t.openblas_s << std::scientific << std::setprecision(1)
               << std::setw(12) << t.relative_difference << std::defaultfloat << "\n";
   }
@@ -155,10 +168,10 @@ nlohmann::json products_json(const std::vector<ProductTiming>& timings) {
   nlohmann::json rows = nlohmann::json::array();
   for (const ProductTiming& t : timings)
     rows.push_back({{"layer", t.product.layer},
-                    {"kind", t.product.kind},
-                    {"m", t.product.m},
-                    {"n", t.product.n},
-                    {"k", t.product.k},
+                    {"kind", kind_name(t.product.kind)},
+                    {"m", t.product.m()},
+                    {"n", t.product.n()},
+                    {"k", t.product.k()},
                     {"vitgrad_ms", 1e3 * t.engine_s},
                     {"openblas_ms", 1e3 * t.openblas_s},
                     {"relative_difference", t.relative_difference}});

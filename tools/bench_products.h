@@ -12,14 +12,23 @@
 
 namespace vg::tools {
 
-// One product of a linear layer over `rows` tokens, with W (out, in):
+// The three products of a linear layer with X (rows, in) and W (out, in), as C (m x n) over k:
 //   forward           Y (rows, out) = X W^T + b   m = rows, n = out, k = in
 //   input gradient    dX (rows, in) = dY W        m = rows, n = in,  k = out
 //   weight gradient   dW (out, in) = dY^T X       m = out,  n = in,  k = rows (and db)
+enum class ProductKind { forward, input_gradient, weight_gradient };
+const char* kind_name(ProductKind kind);  // "forward", "input gradient", "weight gradient"
+
 struct LinearProduct {
   std::string layer;  // "attn.qkv", "mlp.fc1", ...
-  std::string kind;   // "forward", "input gradient", "weight gradient"
-  int64_t m = 0, n = 0, k = 0;
+  ProductKind kind = ProductKind::forward;
+  int64_t rows = 0, in = 0, out = 0;
+
+  int64_t m() const { return kind == ProductKind::weight_gradient ? out : rows; }
+  int64_t n() const { return kind == ProductKind::forward ? out : in; }
+  int64_t k() const {
+    return kind == ProductKind::forward ? in : kind == ProductKind::input_gradient ? out : rows;
+  }
 };
 
 // The three products of every linear layer in the model's first block, over batch * tokens
@@ -32,7 +41,7 @@ struct ProductTiming {
   LinearProduct product;
   double engine_s = 0, openblas_s = 0, relative_difference = 0;
   double gflop() const {
-    return 2.0 * double(product.m) * double(product.n) * double(product.k) / 1e9;
+    return 2.0 * double(product.m()) * double(product.n()) * double(product.k()) / 1e9;
   }
 };
 
