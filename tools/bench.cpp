@@ -80,7 +80,7 @@ double gemm_peak_gflops(bool bf16) {
     if (bf16)
       gemm(false, false, n, n, n, 1.0f, x, n, y, n, 0.0f, z, n);
     else
-      sgemm_on_openblas(n, n, n, x, y, z);
+      gemm_on_openblas(false, false, n, n, n, x, n, y, n, z, n);
     best = std::min(best, seconds_since(t0));
   }
   return 2.0 * double(n) * n * n / best / 1e9;

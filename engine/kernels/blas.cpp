@@ -250,18 +250,6 @@ void gemm_tn_made(int64_t m, const float* a, const MadeRows& b, float* c) {
   gemm(true, false, m, b.cols, b.rows, 1.0f, a, m, made_whole(b).data(), b.cols, 0.0f, c, b.cols);
 }
 
-void sgemm_on_openblas(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c) {
-  single_threaded_blas();
-  const int64_t blocks = block_count(m, n, k);
-  parallel_for(blocks, 1, [&](int64_t q0, int64_t q1) {
-    for (int64_t q = q0; q < q1; ++q) {
-      const int64_t i0 = m * q / blocks, i1 = m * (q + 1) / blocks;
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(i1 - i0), int(n), int(k), 1.0f,
-                  a + i0 * k, int(k), b, int(n), 0.0f, c + i0 * n, int(n));
-    }
-  });
-}
-
 void gemm_on_openblas(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,
                       int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc) {
   gemm_impl<float, true>(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);

@@ -82,14 +82,11 @@ void gemm_bias_rounded(const Bf16Rows& a, int64_t n, const float* b, const float
 // gemm_tn_sums with B kept (b.rows = k, b.cols = n): the bits of the product on the floats.
 void gemm_tn_sums(int64_t m, const float* a, const Bf16Rows& b, float* c, float* sums);
 
-// OpenBLAS's sgemm of C (m x n) = A (m x k) B (k x n), all contiguous, in blocks of rows on
-// the engine's threads (OpenBLAS single-threaded, as everywhere here): a library's rate, the
-// reference `vitgrad bench` measures the model's products against, whatever gemm() runs on.
-void sgemm_on_openblas(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c);
-
 // C (m x n) = op(A) op(B) on OpenBLAS's sgemm whatever the precision and the CPU, cut into
-// blocks on the engine's threads as gemm() cuts the products it gives OpenBLAS: the library's
-// rate at one of the model's products (`vitgrad bench --products`).
+// blocks on the engine's threads (OpenBLAS single-threaded, as everywhere here) as gemm() cuts
+// the products it gives OpenBLAS: a library's rate, the reference `vitgrad bench` measures the
+// model's products against (its 1024^3 sgemm, and each product with --products), whatever
+// gemm() runs on.
 void gemm_on_openblas(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,
                       int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc);
 
