@@ -38,7 +38,7 @@ int64_t round_up(int64_t x, int64_t to) {
 // Where a product's operands come from besides float matrices, and what it leaves: A or B made
 // on demand (a null a or b), A already rounded to bf16 by rows (a null a), B kept in bf16 (a
 // null b), A's rounded words kept for later, and the sums of a transposed A's columns (see
-// chunks_packing_both).
+// chunks_packing_both), and what takes each block of C's rows, once final, in place of C.
 struct Sources {
   const MadeRows* made_a = nullptr;
   const Bf16Rows* rounded_a = nullptr;  // A already rounded, by rows (a null a)
@@ -46,7 +46,15 @@ struct Sources {
   const Bf16Rows* kept_b = nullptr;
   Bf16Rows* keep_a = nullptr;
   double* sums_of_a = nullptr;
+  const RowsDone* done = nullptr;
 };
+
+// done over the m rows of a C made whole (n floats a row), in blocks of pairs of rows on the
+// engine's threads: for the loops that do not hand it C block by block (the fmas', an empty k).
+void done_after(int64_t m, int64_t n, const float* c, const RowsDone& done) {
+  parallel_for((m + 1) / 2, std::max<int64_t>(1, (1 << 13) / std::max<int64_t>(n, 1)),
+               [&](int64_t p0, int64_t p1) { done(2 * p0, std::min(m, 2 * p1), c + 2 * p0 * n); });
+}
 
 using RowsKernel = void (*)(const detail::Bf16Operands&, int64_t, int64_t, int64_t, int64_t,
                             int64_t, float, float, const float*, float*, int64_t);
@@ -100,6 +108,8 @@ void keep_by_row_pairs(const uint32_t* block, int64_t pairs, int64_t i0, int64_t
 // words would be written out past the caches and fetched back; this way they are read from
 // L1/L2. A made on demand (`made_a`) is made the same way, a block of rows at a time; where A
 // is kept (`keep_a`), each block's words are written out by pairs of rows as they are packed.
+// With `done`, each block of C's rows goes to a block of the thread's own, not to c, and done
+// takes it from there once its chunks are summed: in L2, and no C written out and read back.
 void rows_packing_a(const Layout& layout, const detail::Bf16Operands& packed_b, int64_t m,
                     int64_t n, int64_t k, const float* a, int64_t lda, const Sources& from,
                     float alpha, float beta, const float* start, float* c, int64_t ldc) {
@@ -110,14 +120,15 @@ void rows_packing_a(const Layout& layout, const detail::Bf16Operands& packed_b, 
   // load them back. (A block of A and a panel of B stay in L1/L2 for the k of a ViT.)
   const int64_t chunk = layout.amx ? pairs : kChunkPairs;
   // A C larger than L2, written whole by the tiles (not added to), goes past the caches.
-  const bool stream_c = layout.amx && beta == 0.0f &&
+  const bool stream_c = layout.amx && beta == 0.0f && !from.done &&
                         m * n * int64_t(sizeof(float)) >= kStreamBytes &&
                         reinterpret_cast<uintptr_t>(c) % 64 == 0 && ldc % 16 == 0;
   const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 18) / (block_rows * n * k));
   parallel_for(blocks, grain, [&](int64_t q0, int64_t q1) {
     thread_local detail::PackedWords block;  // grown once per shape, then reused
-    thread_local detail::PackedFloats made_rows;
+    thread_local detail::PackedFloats made_rows, c_block;
     grow(block, block_rows * pairs);
+    if (from.done) grow(c_block, block_rows * n);
     if (made) grow(made_rows, block_rows * k);
     detail::Bf16Operands ops = packed_b;
     ops.a = block.data(), ops.a_row = pairs, ops.a_pair = 1;
@@ -138,9 +149,12 @@ void rows_packing_a(const Layout& layout, const detail::Bf16Operands& packed_b, 
       }
       if (from.keep_a) keep_by_row_pairs(block.data(), pairs, i0, rows, *from.keep_a);
       std::fill(block.data() + rows * pairs, block.data() + layout.packed_rows(rows) * pairs, 0u);
+      float* out = from.done ? c_block.data() : c + i0 * ldc;
+      const int64_t ld_out = from.done ? n : ldc;
       for (int64_t p = 0; p < pairs; p += chunk)
         layout.rows(ops, 0, rows, n, p, std::min(pairs, p + chunk), alpha, p == 0 ? beta : 1.0f,
-                    p == 0 ? start : nullptr, c + i0 * ldc, ldc);
+                    p == 0 ? start : nullptr, out, ld_out);
+      if (from.done) (*from.done)(i0, i0 + rows, out);
     }
   });
 }
@@ -322,6 +336,7 @@ void product_on_fmas(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float al
   if (from.made_b || from.kept_b) b = whole.data();
   if (from.keep_a) round_by_row_pairs(m, k, a, lda, *from.keep_a);
   detail::bf16_product_fma(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, start);
+  if (from.done) done_after(m, n, c, *from.done);
 }
 
 // gemm_bf16, with the operands and results `from` names besides a and b.
@@ -337,10 +352,16 @@ void product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, con
   check(tiles != Bf16Tiles::amx || units == Bf16Hardware::amx,
         "gemm_bf16: AMX tiles asked for on a CPU without them");
   if (start) beta = 0.0f;
+  std::vector<float> whole_c;  // C made whole, for `done`, where the loops do not hand it blocks
+  if (from.done && (k <= 0 || tiles == Bf16Tiles::fma)) {
+    whole_c.resize(size_t(m * n));
+    c = whole_c.data(), ldc = n;
+  }
   if (k <= 0) {  // an empty sum: C = alpha * start, or beta * C
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j)
         c[i * ldc + j] = start ? alpha * start[j] : beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+    if (from.done) done_after(m, n, c, *from.done);
     return;
   }
   if (tiles == Bf16Tiles::fma)
@@ -368,6 +389,12 @@ void gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, c
                int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
                const float* start, Bf16Tiles tiles) {
   product(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, start, tiles);
+}
+
+void gemm_bf16_then(int64_t m, int64_t n, int64_t k, const float* a, const float* b,
+                    const RowsDone& done, Bf16Tiles tiles) {
+  product(false, false, m, n, k, 1.0f, a, k, b, n, 0.0f, nullptr, n, nullptr, tiles,
+          {.done = &done});
 }
 
 void gemm_bf16_made_a(const MadeRows& a, int64_t n, const float* b, int64_t ldb, float* c,

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "engine/core/storage.h"
@@ -92,6 +93,20 @@ void gemm_bf16_rounded_a(const Bf16Rows& a, int64_t n, const float* b, int64_t l
 // C (m x b.cols) = A^T B, A (b.rows x m), rows lda apart: its weight gradient.
 void gemm_bf16_made_b(int64_t m, const float* a, int64_t lda, const MadeRows& b, float* c,
                       int64_t ldc, Bf16Tiles tiles = Bf16Tiles::best);
+
+// Takes rows [r0, r1) of a product's C once they are final, in `rows` (n floats a row), a block
+// of the product's thread that stays in cache and is not C: the pass that reads C next, made
+// before C would be written out and read back (GELU's gradient on the input gradient dY W: a
+// float C of 19.7 MB a block at dim 192 never goes to memory). r0 is even, and so is r1 except
+// at C's end; calls for disjoint rows may run at once, on the product's threads.
+using RowsDone = std::function<void(int64_t r0, int64_t r1, const float* rows)>;
+
+// C (m x n) = A B for row-major A (m x k) and B (k x n), as gemm_bf16(false, false, ...) with
+// lda = k and ldb = ldc = n and with its bits, each block of C's rows handed to done as the
+// product finishes it instead of being stored: a linear's input gradient passed through the
+// gradient of the map before it, in cache.
+void gemm_bf16_then(int64_t m, int64_t n, int64_t k, const float* a, const float* b,
+                    const RowsDone& done, Bf16Tiles tiles = Bf16Tiles::best);
 
 // C (m x n) = A B^T + start for row-major A (m x k) and B (n x k), as gemm_bf16(false, true,
 // ...) with lda = ldb = k, and into `kept` A rounded to bf16 by pairs of rows: the words the

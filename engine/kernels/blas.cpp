@@ -236,6 +236,12 @@ void gemm_bias_rounded(const Bf16Rows& a, int64_t n, const float* b, const float
   gemm_bf16_rounded_a(a, n, b, a.cols, c, n, bias);
 }
 
+void gemm_then(int64_t m, int64_t n, int64_t k, const float* a, const float* b,
+               const RowsDone& done) {
+  check(products_make_rows(), "gemm_then: the product's blocks asked for outside bf16 mode");
+  gemm_bf16_then(m, n, k, a, b, done);
+}
+
 void gemm_tn_sums(int64_t m, const float* a, const Bf16Rows& b, float* c, float* sums) {
   gemm_bf16_tn_sums(m, a, b, c, sums);
 }

@@ -79,6 +79,12 @@ void gemm_bias_keeping_a(int64_t m, int64_t n, int64_t k, const float* a, const 
 // gemm_bias with A (a.rows x a.cols) already rounded to bf16 by rows, as the product would pack
 // it: the bits of the product on the floats it rounds. Needs products_keep_bf16().
 void gemm_bias_rounded(const Bf16Rows& a, int64_t n, const float* b, const float* bias, float* c);
+// C (m x n) = A B for row-major A (m x k) and B (k x n), with the bits of gemm(), each block of
+// C's rows handed to done (bf16_gemm.h RowsDone) as the product finishes it, in cache, instead
+// of being stored. Needs products_make_rows() (bf16 mode); elsewhere a caller runs the product,
+// then its pass.
+void gemm_then(int64_t m, int64_t n, int64_t k, const float* a, const float* b,
+               const RowsDone& done);
 // gemm_tn_sums with B kept (b.rows = k, b.cols = n): the bits of the product on the floats.
 void gemm_tn_sums(int64_t m, const float* a, const Bf16Rows& b, float* c, float* sums);
 

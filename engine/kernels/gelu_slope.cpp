@@ -52,25 +52,32 @@ void gelu_with_grad(const T* h, T* a, T* d, int64_t n, bool tanh_form) {
   gelu_values_and_slopes(h, a, n, tanh_form, [d](int64_t i, T s) { d[i] = d[i] * s; });
 }
 
+void gelu_with_grad_bf16_rows(const float* h, const float* d_rows, float* d, uint32_t* words,
+                              int64_t r0, int64_t r1, int64_t rows, int64_t cols, bool tanh_form) {
+  const int64_t ld = Bf16Rows::row_pairs_ld(cols);
+  thread_local std::vector<float> values;  // two rows', grown once per shape
+  grow(values, 2 * cols);
+  // Rows 2p and 2p + 1 (2p alone at an odd end): their values into `values`, in cache, their
+  // gradients into d, then the pair's words.
+  for (int64_t first = r0; first < r1; first += 2) {
+    const int64_t count = std::min<int64_t>(2, rows - first);
+    for (int64_t i = 0; i < count; ++i) {
+      const float* from = d_rows + (first - r0 + i) * cols;
+      float* to = d + (first + i) * cols;
+      gelu_range(h + (first + i) * cols, values.data() + i * cols, 0, cols, tanh_form,
+                 [from, to](int64_t j, float s) { to[j] = from[j] * s; });
+    }
+    detail::bf16_pair_row(values.data(), count == 2 ? values.data() + cols : nullptr, cols, ld,
+                          words + first / 2 * ld);
+  }
+}
+
 void gelu_with_grad_bf16(const float* h, uint32_t* words, float* d, int64_t rows, int64_t cols,
                          bool tanh_form) {
-  const int64_t ld = Bf16Rows::row_pairs_ld(cols), pair_rows = (rows + 1) / 2;
-  // Rows 2p and 2p + 1 (2p alone at an odd end): their values into `values`, in cache, their
-  // gradients in place, then the pair's words.
-  auto pair_of_rows = [&](int64_t p, float* values) {
-    const int64_t r0 = 2 * p, count = std::min<int64_t>(2, rows - r0);
-    for (int64_t i = 0; i < count; ++i) {
-      float* dr = d + (r0 + i) * cols;
-      gelu_range(h + (r0 + i) * cols, values + i * cols, 0, cols, tanh_form,
-                 [dr](int64_t j, float s) { dr[j] = dr[j] * s; });
-    }
-    detail::bf16_pair_row(values, count == 2 ? values + cols : nullptr, cols, ld, words + p * ld);
-  };
-  parallel_for(pair_rows, std::max<int64_t>(1, (1 << 13) / std::max<int64_t>(cols, 1)),
+  parallel_for((rows + 1) / 2, std::max<int64_t>(1, (1 << 13) / std::max<int64_t>(cols, 1)),
                [&](int64_t p0, int64_t p1) {
-                 thread_local std::vector<float> values;  // two rows', grown once per shape
-                 grow(values, 2 * cols);
-                 for (int64_t p = p0; p < p1; ++p) pair_of_rows(p, values.data());
+                 gelu_with_grad_bf16_rows(h, d + 2 * p0 * cols, d, words, 2 * p0,
+                                          std::min(rows, 2 * p1), rows, cols, tanh_form);
                });
 }
 

@@ -25,6 +25,13 @@ void gelu_with_grad(const T* h, T* a, T* d, int64_t n, bool tanh_form);
 void gelu_with_grad_bf16(const float* h, uint32_t* words, float* d, int64_t rows, int64_t cols,
                          bool tanh_form);
 
+// gelu_with_grad_bf16 on rows [r0, r1) of the same `rows`, on the calling thread, r0 even (a
+// pair of rows in one call), with d's rows read from `d_rows` (row r0 first) and written to d:
+// for a product that hands it each block of d's rows as it finishes them (bf16_gemm.h
+// RowsDone), so they are not written out and read back between. d_rows may be d + r0 * cols.
+void gelu_with_grad_bf16_rows(const float* h, const float* d_rows, float* d, uint32_t* words,
+                              int64_t r0, int64_t r1, int64_t rows, int64_t cols, bool tanh_form);
+
 // gelu_with_slope over n elements on the calling thread, the slope left out where `slope` is
 // null: for a kernel that makes GELU's values a block at a time while the block is in cache
 // (gelu_grn_samples in global_response_norm.h).

@@ -11,9 +11,11 @@
 // has a linear without a map (scaled_linear), whose float input is then not held. GELU's
 // values, which backward makes again, the bf16 forward's product makes a block of rows at a
 // time as it packs them (kernels/made_rows.h): never stored, with the same bits; backward's
-// pass writes them rounded to bf16, as dW's product reads them. GRN's output, which needs a
-// whole sample's statistics before its first value, the bf16 forward writes rounded to bf16 as
-// the product would pack it, half the floats' bytes, and the product takes those words as A.
+// pass writes them rounded to bf16, as dW's product reads them, and takes da = dy W a block of
+// rows at a time from the product that makes it (kernels/bf16_gemm.h RowsDone): da is never
+// stored either. GRN's output, which needs a whole sample's statistics before its first value,
+// the bf16 forward writes rounded to bf16 as the product would pack it, half the floats'
+// bytes, and the product takes those words as A.
 //
 // Optionally a per-channel scale s (LayerScale) follows the product: y = s * (a W^T + b).
 // Op by op, LayerScale would keep the product for ds = sum_rows dy * (a W^T + b); here ds
@@ -67,6 +69,12 @@ struct InputMap {
   std::function<std::vector<Tensor>(const Tensor& x, const Tensor& da,
                                     const std::vector<bool>& need, Tensor& a, Bf16Rows* rounded)>
       values_and_grads;
+  // Optional, for a map of one element at a time without params (GELU), in bf16 mode:
+  // values_and_grads as a pass that da's product hands each block of da's rows as it
+  // finishes them (kernels/bf16_gemm.h RowsDone), writing dx and the values rounded into
+  // `rounded` (by pairs of rows, made by the caller), with values_and_grads' bits. da is never
+  // stored: at dim 192 its 19.7 MB of floats a block are not written out and read back.
+  std::function<RowsDone(const Tensor& x, Tensor& dx, Bf16Rows& rounded)> grads_by_rows;
   // Whether `grads` needs only what `values` left in the forward (statistics), not the values
   // themselves: LayerNorm's and an affine's. In bf16 mode such a map's linear keeps its input
   // rounded to bf16 for dW, and backward makes nothing again.
@@ -224,11 +232,13 @@ struct FusedLinearBackward {
   }
 
   // The map's values made by the pass that makes its gradient (GELU), rounded to bf16 in bf16
-  // mode as dW's product reads them.
+  // mode as dW's product reads them; there, where the map offers it, on each block of da's
+  // rows as the product finishes it.
   void values_with_grads(Pass& pass) const {
     Tensor a;
     Bf16Rows rounded;
     const bool round = detail::keeps_bf16_input(xs);
+    if (round && map.grads_by_rows) return grads_in_product(pass);
     const std::vector<Tensor> dmap =
         map.values_and_grads(xs, input_grad(pass), need_map(), a, round ? &rounded : nullptr);
     if (round)
@@ -236,6 +246,16 @@ struct FusedLinearBackward {
     else
       weight_grads(pass, a);
     set_map_grads(pass, dmap);
+  }
+
+  // The same with the map's pass run on each block of da's rows as its product finishes them.
+  void grads_in_product(Pass& pass) const {
+    Bf16Rows rounded = make_bf16_rows(rows, in_features, /*row_pairs=*/true);
+    Tensor dh = Tensor::empty(x_shape, DType::f32);
+    detail::input_product_then(pass.dy, scaled() ? scaled_weight(ws, ss) : ws,
+                               map.grads_by_rows(xs, dh, rounded));
+    weight_grads(pass, rounded);
+    pass.grads[0] = dh;
   }
 
   // The map's values (and state) made again for dW, freed before da is made; then the map's
@@ -361,6 +381,17 @@ InputMap gelu_map(GeluApprox approx) {
     }
     add_gelu_flops(h, approx);
     return std::vector<Tensor>{need[0] ? dh : Tensor()};
+  };
+  m.grads_by_rows = [approx](const Tensor& h, Tensor& dh, Bf16Rows& rounded) {
+    const int64_t cols = h.size(-1), rows = h.numel() / std::max<int64_t>(cols, 1);
+    const bool tanh_form = approx != GeluApprox::none;
+    const float* x = h.data<float>();
+    float* d = dh.data<float>();
+    uint32_t* words = rounded.words();
+    add_gelu_flops(h, approx);
+    return RowsDone([=](int64_t r0, int64_t r1, const float* da_rows) {
+      kernels::gelu_with_grad_bf16_rows(x, da_rows, d, words, r0, r1, rows, cols, tanh_form);
+    });
   };
   m.made_values = [approx](const Tensor& h) {  // h outlives the rows: the forward holds it
     const float* x = h.data<float>();

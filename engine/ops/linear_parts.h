@@ -48,6 +48,12 @@ Tensor weight_product(const Tensor& dy, const Tensor& a, Tensor* col);
 // the float a it was rounded from.
 Tensor weight_product(const Tensor& dy, const Bf16Rows& a, Tensor* col);
 
+// da = dy w for dy (rows, out) and w (out, in), with its FLOPs, each block of da's rows handed
+// to done (kernels/bf16_gemm.h RowsDone) as the product finishes it, in cache, and da never
+// stored: a linear's input gradient passed through its map's gradient on the way. Needs
+// products_make_rows() (bf16 mode).
+void input_product_then(const Tensor& dy, const Tensor& w, const RowsDone& done);
+
 // {x, weight, bias}, or {x, weight} without a bias: the inputs `linear` records.
 std::vector<Tensor> linear_inputs(const Tensor& x, const Tensor& weight, const Tensor& bias);
 

@@ -295,6 +295,15 @@ Tensor weight_product(const Tensor& dy, const Bf16Rows& a, Tensor* col) {
   });
 }
 
+void input_product_then(const Tensor& dy, const Tensor& w, const RowsDone& done) {
+  const int64_t rows = dy.size(0), out_features = w.size(0), in_features = w.size(1);
+  check(dy.dtype() == DType::f32 && w.dtype() == DType::f32 && dy.dim() == 2 &&
+            dy.size(1) == out_features,
+        "linear: an input gradient of dy ", dy.shape(), " and weight ", w.shape());
+  gemm_then(rows, in_features, out_features, dy.data<float>(), w.data<float>(), done);
+  add_flops(2.0 * double(rows) * in_features * out_features, /*is_matmul=*/true);
+}
+
 std::vector<Tensor> linear_inputs(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   return bias.defined() ? std::vector<Tensor>{x, weight, bias} : std::vector<Tensor>{x, weight};
 }

@@ -1,0 +1,96 @@
+// A bf16 product that hands each block of C's rows to a pass as it finishes them, instead of
+// storing C (engine/kernels/bf16_gemm.h gemm_bf16_then, RowsDone): the product's bits, every
+// row handed over once, in blocks that start on a pair of rows.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <vector>
+
+#include "engine/core/parallel.h"
+#include "engine/core/rng.h"
+#include "engine/kernels/bf16_gemm.h"
+#include "engine/kernels/blas.h"
+#include "engine/kernels/matmul_precision.h"
+#include "tests/engine/bf16_tiles_helpers.h"
+#include "tests/engine/bits_helpers.h"
+
+using namespace vg;
+using vg::testing::random_floats;
+using vg::testing::same_bits;
+
+namespace {
+
+struct Shape3 {
+  int64_t m, n, k;
+};
+
+// What a pass was handed: how often each row, each block's first row, and the rows' values.
+struct Seen {
+  std::vector<std::atomic<int>> times;
+  std::vector<float> rows;
+  std::mutex mutex;
+  std::vector<int64_t> firsts;
+  Seen(int64_t m, int64_t n) : times(m), rows(m * n) {}
+};
+
+RowsDone record_into(int64_t n, Seen& seen) {
+  return [n, &seen](int64_t r0, int64_t r1, const float* rows) {
+    {
+      const std::lock_guard<std::mutex> lock(seen.mutex);
+      seen.firsts.push_back(r0);
+    }
+    for (int64_t r = r0; r < r1; ++r) {
+      seen.times[r]++;
+      std::copy(rows + (r - r0) * n, rows + (r - r0 + 1) * n, seen.rows.begin() + r * n);
+    }
+  };
+}
+
+}  // namespace
+
+TEST_CASE("gemm_bf16_then hands each finished block of C's rows over once, with C's bits") {
+  // Blocks of C's rows by 32 (AMX) or 48 (AVX512-BF16), an odd m, a k over one chunk, a small
+  // product (the fmas' route on AMX CPUs: C made whole, then handed over by pairs of rows).
+  const Shape3 shapes[] = {{700, 96, 40}, {97, 768, 192}, {131, 64, 600}, {9, 24, 17}};
+  const int threads = num_threads();
+  for (const Shape3 s : shapes)
+    for (const Bf16Tiles tiles : testing::bf16_tiles_here())
+      for (int t : {1, 2}) {
+        INFO("m ", s.m, " n ", s.n, " k ", s.k, ", tiles ", int(tiles), ", threads ", t);
+        set_num_threads(t);
+        Rng rng(uint64_t(s.m * 7 + s.n + s.k));
+        const auto a = random_floats(s.m * s.k, rng), b = random_floats(s.k * s.n, rng);
+        std::vector<float> c(s.m * s.n);
+        gemm_bf16(false, false, s.m, s.n, s.k, 1.0f, a.data(), s.k, b.data(), s.n, 0.0f, c.data(),
+                  s.n, nullptr, tiles);
+        Seen seen(s.m, s.n);
+        gemm_bf16_then(s.m, s.n, s.k, a.data(), b.data(), record_into(s.n, seen), tiles);
+        CHECK(same_bits(seen.rows, c));
+        int64_t passed_once = 0;
+        for (const auto& n : seen.times) passed_once += n.load() == 1;
+        CHECK(passed_once == s.m);
+        for (const int64_t r0 : seen.firsts) CHECK(r0 % 2 == 0);
+      }
+  set_num_threads(threads);
+}
+
+TEST_CASE("gemm_then runs in bf16 mode only, with one clear error outside it") {
+  const testing::Bf16ModelWhereNeeded model;  // bf16 on a CPU without bf16 units too
+  Rng rng(3);
+  const int64_t m = 64, n = 32, k = 48;
+  const auto a = random_floats(m * k, rng), b = random_floats(k * n, rng);
+  std::vector<float> expected(m * n);
+  Seen seen(m, n);
+  {
+    const MatmulPrecisionGuard amp(MatmulPrecision::bf16);
+    gemm(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, expected.data(), n);
+    gemm_then(m, n, k, a.data(), b.data(), record_into(n, seen));
+  }
+  CHECK(same_bits(seen.rows, expected));
+  const MatmulPrecisionGuard fp32(MatmulPrecision::fp32);
+  CHECK_THROWS_WITH_AS(
+      gemm_then(m, n, k, a.data(), b.data(), [](int64_t, int64_t, const float*) {}),
+      doctest::Contains("gemm_then: the product's blocks asked for outside bf16 mode"), Error);
+}
