@@ -398,16 +398,16 @@ void gemm_bf16_then(int64_t m, int64_t n, int64_t k, const float* a, const float
 }
 
 void gemm_bf16_made_a(const MadeRows& a, int64_t n, const float* b, int64_t ldb, float* c,
-                      int64_t ldc, const float* start, Bf16Tiles tiles) {
+                      int64_t ldc, const float* start, Bf16Tiles tiles, const RowsDone* done) {
   product(false, true, a.rows, n, a.cols, 1.0f, nullptr, a.cols, b, ldb, 0.0f, c, ldc, start, tiles,
-          {.made_a = &a});
+          {.made_a = &a, .done = done});
 }
 
 void gemm_bf16_rounded_a(const Bf16Rows& a, int64_t n, const float* b, int64_t ldb, float* c,
-                         int64_t ldc, const float* start, Bf16Tiles tiles) {
+                         int64_t ldc, const float* start, Bf16Tiles tiles, const RowsDone* done) {
   check(!a.row_pairs, "gemm_bf16_rounded_a: A must be rounded by rows, not by pairs of rows");
   product(false, true, a.rows, n, a.cols, 1.0f, nullptr, a.cols, b, ldb, 0.0f, c, ldc, start, tiles,
-          {.rounded_a = &a});
+          {.rounded_a = &a, .done = done});
 }
 
 void gemm_bf16_made_b(int64_t m, const float* a, int64_t lda, const MadeRows& b, float* c,
@@ -417,10 +417,12 @@ void gemm_bf16_made_b(int64_t m, const float* a, int64_t lda, const MadeRows& b,
 }
 
 void gemm_bf16_keeping_a(int64_t m, int64_t n, int64_t k, const float* a, const float* b,
-                         const float* start, float* c, Bf16Rows& kept, Bf16Tiles tiles) {
+                         const float* start, float* c, Bf16Rows& kept, Bf16Tiles tiles,
+                         const RowsDone* done) {
   kept = make_bf16_rows(m, k, /*row_pairs=*/true);
   if (n <= 0) return round_by_row_pairs(m, k, a, k, kept);
-  product(false, true, m, n, k, 1.0f, a, k, b, k, 0.0f, c, n, start, tiles, {.keep_a = &kept});
+  product(false, true, m, n, k, 1.0f, a, k, b, k, 0.0f, c, n, start, tiles,
+          {.keep_a = &kept, .done = done});
 }
 
 namespace {

@@ -80,26 +80,28 @@ void gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, c
                int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
                const float* start = nullptr, Bf16Tiles tiles = Bf16Tiles::best);
 
-// gemm_bf16 with one operand made a block of rows at a time (engine/kernels/made_rows.h),
-// with the bits of the same product on the stored matrix:
-// C (a.rows x n) = A B^T + start, B (n x a.cols), rows ldb apart: a convolution's forward;
-void gemm_bf16_made_a(const MadeRows& a, int64_t n, const float* b, int64_t ldb, float* c,
-                      int64_t ldc, const float* start = nullptr, Bf16Tiles tiles = Bf16Tiles::best);
-// The same forward with A already rounded to bf16 by rows (Bf16Rows, row_pairs false): its
-// words are the packer's, so the product has the bits of the one on the floats they round.
-void gemm_bf16_rounded_a(const Bf16Rows& a, int64_t n, const float* b, int64_t ldb, float* c,
-                         int64_t ldc, const float* start = nullptr,
-                         Bf16Tiles tiles = Bf16Tiles::best);
-// C (m x b.cols) = A^T B, A (b.rows x m), rows lda apart: its weight gradient.
-void gemm_bf16_made_b(int64_t m, const float* a, int64_t lda, const MadeRows& b, float* c,
-                      int64_t ldc, Bf16Tiles tiles = Bf16Tiles::best);
-
 // Takes rows [r0, r1) of a product's C once they are final, in `rows` (n floats a row), a block
 // of the product's thread that stays in cache and is not C: the pass that reads C next, made
 // before C would be written out and read back (GELU's gradient on the input gradient dY W: a
 // float C of 19.7 MB a block at dim 192 never goes to memory). r0 is even, and so is r1 except
-// at C's end; calls for disjoint rows may run at once, on the product's threads.
+// at C's end; calls for disjoint rows may run at once, on the product's threads. The forwards
+// below take one too (`done`, or null): LayerScale's scale applied as their blocks are stored.
 using RowsDone = std::function<void(int64_t r0, int64_t r1, const float* rows)>;
+
+// gemm_bf16 with one operand made a block of rows at a time (engine/kernels/made_rows.h),
+// with the bits of the same product on the stored matrix:
+// C (a.rows x n) = A B^T + start, B (n x a.cols), rows ldb apart: a convolution's forward;
+void gemm_bf16_made_a(const MadeRows& a, int64_t n, const float* b, int64_t ldb, float* c,
+                      int64_t ldc, const float* start = nullptr, Bf16Tiles tiles = Bf16Tiles::best,
+                      const RowsDone* done = nullptr);
+// The same forward with A already rounded to bf16 by rows (Bf16Rows, row_pairs false): its
+// words are the packer's, so the product has the bits of the one on the floats they round.
+void gemm_bf16_rounded_a(const Bf16Rows& a, int64_t n, const float* b, int64_t ldb, float* c,
+                         int64_t ldc, const float* start = nullptr,
+                         Bf16Tiles tiles = Bf16Tiles::best, const RowsDone* done = nullptr);
+// C (m x b.cols) = A^T B, A (b.rows x m), rows lda apart: its weight gradient.
+void gemm_bf16_made_b(int64_t m, const float* a, int64_t lda, const MadeRows& b, float* c,
+                      int64_t ldc, Bf16Tiles tiles = Bf16Tiles::best);
 
 // C (m x n) = A B for row-major A (m x k) and B (k x n), as gemm_bf16(false, false, ...) with
 // lda = k and ldb = ldc = n and with its bits, each block of C's rows handed to done as the
@@ -113,7 +115,7 @@ void gemm_bf16_then(int64_t m, int64_t n, int64_t k, const float* a, const float
 // product packed, regrouped for the weight gradient that reads them.
 void gemm_bf16_keeping_a(int64_t m, int64_t n, int64_t k, const float* a, const float* b,
                          const float* start, float* c, Bf16Rows& kept,
-                         Bf16Tiles tiles = Bf16Tiles::best);
+                         Bf16Tiles tiles = Bf16Tiles::best, const RowsDone* done = nullptr);
 
 // C (m x n) = A^T B for A (k x m) and B (k x n), all contiguous, as gemm_bf16(true, false, ...),
 // and into sums (m) the sums of A's columns with the bits of kernels::sum_middle_axis(a, sums,

@@ -226,14 +226,15 @@ bool products_keep_bf16() {
 }
 
 void gemm_bias_keeping_a(int64_t m, int64_t n, int64_t k, const float* a, const float* b,
-                         const float* bias, float* c, Bf16Rows& kept) {
+                         const float* bias, float* c, Bf16Rows& kept, const RowsDone* done) {
   check(products_keep_bf16(), "gemm_bias_keeping_a: a bf16 copy asked for outside bf16 mode");
-  gemm_bf16_keeping_a(m, n, k, a, b, bias, c, kept);
+  gemm_bf16_keeping_a(m, n, k, a, b, bias, c, kept, Bf16Tiles::best, done);
 }
 
-void gemm_bias_rounded(const Bf16Rows& a, int64_t n, const float* b, const float* bias, float* c) {
+void gemm_bias_rounded(const Bf16Rows& a, int64_t n, const float* b, const float* bias, float* c,
+                       const RowsDone* done) {
   check(products_keep_bf16(), "gemm_bias_rounded: a bf16 operand outside bf16 mode");
-  gemm_bf16_rounded_a(a, n, b, a.cols, c, n, bias);
+  gemm_bf16_rounded_a(a, n, b, a.cols, c, n, bias, Bf16Tiles::best, done);
 }
 
 void gemm_then(int64_t m, int64_t n, int64_t k, const float* a, const float* b,
@@ -246,8 +247,11 @@ void gemm_tn_sums(int64_t m, const float* a, const Bf16Rows& b, float* c, float*
   gemm_bf16_tn_sums(m, a, b, c, sums);
 }
 
-void gemm_bias_made(const MadeRows& a, int64_t n, const float* b, const float* bias, float* c) {
-  if (products_make_rows()) return gemm_bf16_made_a(a, n, b, a.cols, c, n, bias);
+void gemm_bias_made(const MadeRows& a, int64_t n, const float* b, const float* bias, float* c,
+                    const RowsDone* done) {
+  if (products_make_rows())
+    return gemm_bf16_made_a(a, n, b, a.cols, c, n, bias, Bf16Tiles::best, done);
+  check(!done, "gemm_bias_made: the product's blocks asked for outside bf16 mode");
   gemm_bias(a.rows, n, a.cols, made_whole(a).data(), b, bias, c);
 }
 

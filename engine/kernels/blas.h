@@ -64,7 +64,10 @@ void gemm_tn_sums(int64_t m, int64_t n, int64_t k, const double* a, const double
 // the matrix anyway had better pass it stored.
 bool products_make_rows();
 // C (a.rows x n) = A B^T + bias in every row, B (n x a.cols), bias (n) or null: gemm_bias.
-void gemm_bias_made(const MadeRows& a, int64_t n, const float* b, const float* bias, float* c);
+// With `done` (bf16_gemm.h RowsDone; products_make_rows() only), each finished block of C's
+// rows goes to done instead of c: so with the two forwards below.
+void gemm_bias_made(const MadeRows& a, int64_t n, const float* b, const float* bias, float* c,
+                    const RowsDone* done = nullptr);
 // C (m x b.cols) = A^T B, A (b.rows x m): a weight gradient, gemm(true, false, ...).
 void gemm_tn_made(int64_t m, const float* a, const MadeRows& b, float* c);
 
@@ -75,10 +78,12 @@ bool products_keep_bf16();
 // gemm_bias, with A rounded to bf16 into `kept` as the product packs it. Needs
 // products_keep_bf16().
 void gemm_bias_keeping_a(int64_t m, int64_t n, int64_t k, const float* a, const float* b,
-                         const float* bias, float* c, Bf16Rows& kept);
+                         const float* bias, float* c, Bf16Rows& kept,
+                         const RowsDone* done = nullptr);
 // gemm_bias with A (a.rows x a.cols) already rounded to bf16 by rows, as the product would pack
 // it: the bits of the product on the floats it rounds. Needs products_keep_bf16().
-void gemm_bias_rounded(const Bf16Rows& a, int64_t n, const float* b, const float* bias, float* c);
+void gemm_bias_rounded(const Bf16Rows& a, int64_t n, const float* b, const float* bias, float* c,
+                       const RowsDone* done = nullptr);
 // C (m x n) = A B for row-major A (m x k) and B (k x n), with the bits of gemm(), each block of
 // C's rows handed to done (bf16_gemm.h RowsDone) as the product finishes it, in cache, instead
 // of being stored. Needs products_make_rows() (bf16 mode); elsewhere a caller runs the product,

@@ -23,17 +23,23 @@ int64_t grain_for(int64_t elements_per_item) {
 }  // namespace
 
 template <class T>
+void channel_affine_block(const T* x, const T* scale, const T* shift, T* y, int64_t rows,
+                          int64_t C) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * C;
+    T* yr = y + r * C;
+    if (shift)
+      for (int64_t c = 0; c < C; ++c) yr[c] = xr[c] * scale[c] + shift[c];
+    else
+      for (int64_t c = 0; c < C; ++c) yr[c] = xr[c] * scale[c];
+  }
+}
+
+template <class T>
 void channel_affine_rows(const T* x, const T* scale, const T* shift, T* y, int64_t rows,
                          int64_t C) {
   parallel_for(rows, grain_for(C), [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const T* xr = x + r * C;
-      T* yr = y + r * C;
-      if (shift)
-        for (int64_t c = 0; c < C; ++c) yr[c] = xr[c] * scale[c] + shift[c];
-      else
-        for (int64_t c = 0; c < C; ++c) yr[c] = xr[c] * scale[c];
-    }
+    channel_affine_block(x + r0 * C, scale, shift, y + r0 * C, r1 - r0, C);
   });
 }
 
@@ -100,6 +106,7 @@ void channel_affine_backward_rows_reference(const T* dy, const T* x, const T* sc
 
 #define VG_CHANNEL_AFFINE_ROWS(T)                                                            \
   template void channel_affine_rows(const T*, const T*, const T*, T*, int64_t, int64_t);     \
+  template void channel_affine_block(const T*, const T*, const T*, T*, int64_t, int64_t);    \
   template void channel_affine_rows_reference(const T*, const T*, const T*, T*, int64_t,      \
                                               int64_t);                                       \
   template void channel_affine_backward_rows(const T*, const T*, const T*, T*, T*, T*,       \

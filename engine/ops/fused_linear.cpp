@@ -132,21 +132,23 @@ void check_out_scale(const char* op, const Tensor& s, const detail::LinearPlan& 
 // The forward's product on a = map(x) (a = x without a map): a made a block of rows at a time
 // as the product packs it, or rounded to bf16 first, or stored; with `kept`, also a rounded to
 // bf16 for dW, and the map's statistics. Every a made here is freed on return: the caller
-// keeps only x (and, in bf16 mode, perhaps a as bf16).
+// keeps only x (and, in bf16 mode, perhaps a as bf16). The output is times out_scale where
+// that is defined: in bf16 mode as the product stores it (linear_parts.h).
 Tensor forward_values(const Tensor& x, const InputMap* map, const Tensor& weight,
-                      const Tensor& bias, const detail::LinearPlan& p, KeptForward* kept) {
+                      const Tensor& bias, const Tensor& out_scale, const detail::LinearPlan& p,
+                      KeptForward* kept) {
   MapState state;
   const bool bf16_rows = !kept && x.dtype() == DType::f32 && x.numel() > 0 && products_make_rows();
   Tensor out;
   if (map && map->made_values && bf16_rows) {
-    out = detail::linear_values_made(map->made_values(x.detach()), weight, bias, p);
+    out = detail::linear_values_made(map->made_values(x.detach()), weight, bias, p, out_scale);
   } else if (map && map->rounded_values && bf16_rows) {
     Bf16Rows rounded;  // the map's values as the product reads them: half the bytes
     map->rounded_values(x.detach(), state, rounded);
-    out = detail::linear_values_rounded(rounded, weight, bias, p);
+    out = detail::linear_values_rounded(rounded, weight, bias, p, out_scale);
   } else {
     const Tensor a = map ? map->values(x.detach(), state) : x.detach();
-    out = detail::linear_values(a, weight, bias, p, kept ? &kept->input : nullptr);
+    out = detail::linear_values(a, weight, bias, p, kept ? &kept->input : nullptr, out_scale);
   }
   if (kept) kept->state = std::move(state);
   return out;
@@ -302,9 +304,8 @@ Tensor fused_linear(const char* op, const char* input, const Tensor& x, const In
   if (any_grad && (!map || map->grads_from_forward_state) && detail::keeps_bf16_input(x) &&
       (needs_grad(weight) || needs_grad(out_scale)))
     kept = std::make_shared<KeptForward>();
-  Tensor out = forward_values(x, map, weight, bias, p, kept.get());
-  // LayerScale's own forward (channel_affine's values), so the output has its bits.
-  if (out_scale.defined()) out = detail::channel_affine_values(out, out_scale, Tensor());
+  // LayerScale's own forward values (channel_affine's), so the output has its bits.
+  Tensor out = forward_values(x, map, weight, bias, out_scale, p, kept.get());
   if (!any_grad) return record(op, out, inputs, nullptr);
 
   FusedLinearBackward backward;

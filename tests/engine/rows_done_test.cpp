@@ -11,6 +11,7 @@
 #include "engine/core/parallel.h"
 #include "engine/core/rng.h"
 #include "engine/kernels/bf16_gemm.h"
+#include "engine/kernels/bf16_gemm_parts.h"
 #include "engine/kernels/blas.h"
 #include "engine/kernels/matmul_precision.h"
 #include "tests/engine/bf16_tiles_helpers.h"
@@ -74,6 +75,52 @@ TEST_CASE("gemm_bf16_then hands each finished block of C's rows over once, with 
         for (const int64_t r0 : seen.firsts) CHECK(r0 % 2 == 0);
       }
   set_num_threads(threads);
+}
+
+TEST_CASE("the bf16 forwards hand finished blocks of C's rows over once, with C's bits") {
+  // C = A B^T + bias with A stored and kept, made on demand, or rounded already; a product
+  // small enough for the fmas' route on AMX CPUs among them.
+  const Shape3 shapes[] = {{700, 96, 40}, {131, 192, 768}, {9, 24, 17}};
+  for (const Shape3 s : shapes)
+    for (const Bf16Tiles tiles : testing::bf16_tiles_here()) {
+      INFO("m ", s.m, " n ", s.n, " k ", s.k, ", tiles ", int(tiles));
+      Rng rng(uint64_t(s.m * 5 + s.n + s.k));
+      const auto a = random_floats(s.m * s.k, rng), w = random_floats(s.n * s.k, rng);
+      const auto bias = random_floats(s.n, rng);
+      std::vector<float> c(s.m * s.n);
+      gemm_bf16(false, true, s.m, s.n, s.k, 1.0f, a.data(), s.k, w.data(), s.k, 0.0f, c.data(),
+                s.n, bias.data(), tiles);
+      auto check_handed = [&](const char* form, auto run) {
+        INFO(form);
+        Seen seen(s.m, s.n);
+        const RowsDone done = record_into(s.n, seen);
+        run(&done);
+        CHECK(same_bits(seen.rows, c));
+        int64_t handed_once = 0;
+        for (const auto& n : seen.times) handed_once += n.load() == 1;
+        CHECK(handed_once == s.m);
+      };
+      check_handed("kept", [&](const RowsDone* done) {
+        Bf16Rows kept;
+        gemm_bf16_keeping_a(s.m, s.n, s.k, a.data(), w.data(), bias.data(), nullptr, kept, tiles,
+                            done);
+      });
+      auto fill = [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1, float* out) {
+        for (int64_t r = r0; r < r1; ++r)
+          std::copy(a.begin() + r * s.k + c0, a.begin() + r * s.k + c1,
+                    out + (r - r0) * (c1 - c0));
+      };
+      const MadeRows made{s.m, s.k, fill};
+      check_handed("made", [&](const RowsDone* done) {
+        gemm_bf16_made_a(made, s.n, w.data(), s.k, nullptr, s.n, bias.data(), tiles, done);
+      });
+      Bf16Rows rounded = make_bf16_rows(s.m, s.k);
+      for (int64_t i = 0; i < s.m; ++i)
+        detail::bf16_pairs_of_row(a.data() + i * s.k, s.k, rounded.words() + i * rounded.ld());
+      check_handed("rounded", [&](const RowsDone* done) {
+        gemm_bf16_rounded_a(rounded, s.n, w.data(), s.k, nullptr, s.n, bias.data(), tiles, done);
+      });
+    }
 }
 
 TEST_CASE("gemm_then runs in bf16 mode only, with one clear error outside it") {
