@@ -42,12 +42,20 @@ void add_term(Tensor* extra, const Tensor& term, double weight) {
 Tensor Block::forward(const Tensor& x, const BlockAuxLoss& aux, Tensor* extra) {
   const bool hinge = extra && aux.feature_decay > 0, peak = extra && aux.attn_peak > 0;
   Tensor probs;
-  Tensor branch = attention_branch(x, *norm1_, *attn_, ls1_.get(), peak ? &probs : nullptr, fused_);
+  // Without a DropPath to apply, each branch adds its residual itself (layers/fusion.h).
+  Tensor* keep = peak ? &probs : nullptr;
+  Tensor h;
+  if (drop_path1_->active())
+    h = add(x, (*drop_path1_)(attention_branch(x, *norm1_, *attn_, ls1_.get(), keep, fused_)));
+  else
+    h = attention_branch(x, *norm1_, *attn_, ls1_.get(), keep, fused_, x);
   if (peak) add_term(extra, attention_peak_loss(probs), aux.attn_peak);
-  const Tensor h = add(x, (*drop_path1_)(branch));
   if (hinge) add_term(extra, feature_decay_loss(h, aux.feature_threshold), aux.feature_decay);
-  branch = mlp_branch(h, *norm2_, *mlp_, ls2_.get(), fused_);
-  Tensor y = add(h, (*drop_path2_)(branch));
+  Tensor y;
+  if (drop_path2_->active())
+    y = add(h, (*drop_path2_)(mlp_branch(h, *norm2_, *mlp_, ls2_.get(), fused_)));
+  else
+    y = mlp_branch(h, *norm2_, *mlp_, ls2_.get(), fused_, h);
   if (hinge) add_term(extra, feature_decay_loss(y, aux.feature_threshold), aux.feature_decay);
   return y;
 }

@@ -30,7 +30,7 @@ std::string DropPath::describe() const {
 }
 
 Tensor DropPath::forward(const Tensor& x) {
-  if (!is_training() || drop_prob_ == 0) return x;
+  if (!active()) return x;
   const auto name = [this] { return describe(); };
   check(x.dim() >= 1, name, ": input must have a batch axis, got shape ", x.shape());
   // The mask (B, 1, ..., 1) holds 0 or 1/keep per sample and broadcasts over the rest;

@@ -38,6 +38,8 @@ class DropPath : public Module {
   Tensor forward(const Tensor& x) override;
 
   double drop_prob() const { return drop_prob_; }
+  // Whether forward does anything: training with drop_prob > 0 (otherwise it returns x).
+  bool active() const { return is_training() && drop_prob_ > 0; }
 
  private:
   std::string describe() const;  // "DropPath(drop_prob=0.1)"

@@ -7,6 +7,8 @@
 //                         the norm is recomputed in backward instead of its output kept
 //   linear -> LayerScale  one scaled_linear
 //   GELU [-> GRN] -> fc2  one gelu_linear / gelu_grn_linear, when no dropout acts between
+//   ... -> + residual     the block's residual add, by the branch's last op where no dropout
+//                         follows it (in bf16 mode made as the product stores its rows)
 // Not fused, a branch is its modules called one by one, as timm writes the block.
 #pragma once
 
@@ -17,11 +19,12 @@
 
 namespace vg::nn {
 
-// ls(attn(norm(x))), ls optional. probs (not null): the attention runs step by step and
-// keeps its probabilities there.
+// ls(attn(norm(x))), ls optional, plus the residual where that is defined. probs (not null):
+// the attention runs step by step and keeps its probabilities there.
 Tensor attention_branch(const Tensor& x, TokenNorm& norm, Attention& attn, LayerScale* ls,
-                        Tensor* probs, bool fuse);
-// ls(mlp(norm(x))), ls optional.
-Tensor mlp_branch(const Tensor& x, TokenNorm& norm, Mlp& mlp, LayerScale* ls, bool fuse);
+                        Tensor* probs, bool fuse, const Tensor& residual = Tensor());
+// ls(mlp(norm(x))), ls optional, plus the residual where that is defined.
+Tensor mlp_branch(const Tensor& x, TokenNorm& norm, Mlp& mlp, LayerScale* ls, bool fuse,
+                  const Tensor& residual = Tensor());
 
 }  // namespace vg::nn

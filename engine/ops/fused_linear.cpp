@@ -120,6 +120,15 @@ Tensor scale_grad(const Tensor& w, const Tensor& G, const Tensor& b, const Tenso
   return ds;
 }
 
+void check_residual(const char* op, const Tensor& r, const detail::LinearPlan& p,
+                    const Tensor& w) {
+  if (!r.defined()) return;
+  check(r.shape() == p.out_shape, op, ": residual has shape ", r.shape(), ", expected ",
+        p.out_shape, " (the output's)");
+  check(r.dtype() == w.dtype(), op, ": residual is ", dtype_name(r.dtype()), ", weight is ",
+        dtype_name(w.dtype()));
+}
+
 void check_out_scale(const char* op, const Tensor& s, const detail::LinearPlan& p,
                      const Tensor& w) {
   if (!s.defined()) return;
@@ -132,23 +141,23 @@ void check_out_scale(const char* op, const Tensor& s, const detail::LinearPlan& 
 // The forward's product on a = map(x) (a = x without a map): a made a block of rows at a time
 // as the product packs it, or rounded to bf16 first, or stored; with `kept`, also a rounded to
 // bf16 for dW, and the map's statistics. Every a made here is freed on return: the caller
-// keeps only x (and, in bf16 mode, perhaps a as bf16). The output is times out_scale where
-// that is defined: in bf16 mode as the product stores it (linear_parts.h).
+// keeps only x (and, in bf16 mode, perhaps a as bf16). `after` (a scale, a residual) is done
+// to the output, in bf16 mode as the product stores it (linear_parts.h).
 Tensor forward_values(const Tensor& x, const InputMap* map, const Tensor& weight,
-                      const Tensor& bias, const Tensor& out_scale, const detail::LinearPlan& p,
-                      KeptForward* kept) {
+                      const Tensor& bias, const detail::AfterProduct& after,
+                      const detail::LinearPlan& p, KeptForward* kept) {
   MapState state;
   const bool bf16_rows = !kept && x.dtype() == DType::f32 && x.numel() > 0 && products_make_rows();
   Tensor out;
   if (map && map->made_values && bf16_rows) {
-    out = detail::linear_values_made(map->made_values(x.detach()), weight, bias, p, out_scale);
+    out = detail::linear_values_made(map->made_values(x.detach()), weight, bias, p, after);
   } else if (map && map->rounded_values && bf16_rows) {
     Bf16Rows rounded;  // the map's values as the product reads them: half the bytes
     map->rounded_values(x.detach(), state, rounded);
-    out = detail::linear_values_rounded(rounded, weight, bias, p, out_scale);
+    out = detail::linear_values_rounded(rounded, weight, bias, p, after);
   } else {
     const Tensor a = map ? map->values(x.detach(), state) : x.detach();
-    out = detail::linear_values(a, weight, bias, p, kept ? &kept->input : nullptr, out_scale);
+    out = detail::linear_values(a, weight, bias, p, kept ? &kept->input : nullptr, after);
   }
   if (kept) kept->state = std::move(state);
   return out;
@@ -156,7 +165,7 @@ Tensor forward_values(const Tensor& x, const InputMap* map, const Tensor& weight
 
 // fused_linear's backward: what it holds from the forward, and its three routes to the
 // gradients, by what the forward left (`kept`) and what the map offers. The recorded inputs
-// are x, the map's params, weight, bias, out_scale: `need` says which want a gradient.
+// are x, the map's params, weight, bias, out_scale, residual: `need` says which want a gradient.
 struct FusedLinearBackward {
   std::vector<bool> need;
   size_t n_map = 1;   // x and the map's params
@@ -182,6 +191,7 @@ struct FusedLinearBackward {
       pass.col = sum(pass.dy, {0});
       pass.grads[ib()] = scaled() ? pass.col * ss : pass.col;
     }
+    if (need[ir()]) pass.grads[ir()] = g;  // as add's gradient: the output's
     if (kept)
       from_kept(pass);
     else if (has_map && map.values_and_grads && need_weight() && need_input())
@@ -195,6 +205,7 @@ struct FusedLinearBackward {
   size_t iw() const { return n_map; }
   size_t ib() const { return n_map + 1; }
   size_t is() const { return n_map + 2; }
+  size_t ir() const { return n_map + 3; }
   bool scaled() const { return ss.defined(); }
   bool need_weight() const { return need[iw()] || need[is()]; }
   bool need_col() const { return need[ib()] || (need[is()] && bs.defined()); }
@@ -287,16 +298,19 @@ struct FusedLinearBackward {
   }
 };
 
-// y = out_scale * (map(x) W^T + b); map, bias and out_scale optional. The recorded inputs are
-// x, the map's params, weight, bias, out_scale (undefined ones included, for a fixed layout).
+// y = residual + out_scale * (map(x) W^T + b); map, bias, out_scale and residual optional.
+// The recorded inputs are x, the map's params, weight, bias, out_scale, residual (undefined
+// ones included, for a fixed layout).
 Tensor fused_linear(const char* op, const char* input, const Tensor& x, const InputMap* map,
-                    const Tensor& weight, const Tensor& bias, const Tensor& out_scale) {
+                    const Tensor& weight, const Tensor& bias, const Tensor& out_scale,
+                    const Tensor& residual = Tensor()) {
   const detail::LinearPlan p = detail::plan_linear(op, input, x, weight, bias);
   check_out_scale(op, out_scale, p, weight);
+  check_residual(op, residual, p, weight);
   const std::vector<Tensor> params = map ? map->params : std::vector<Tensor>{};
   std::vector<Tensor> inputs{x};
   inputs.insert(inputs.end(), params.begin(), params.end());
-  inputs.insert(inputs.end(), {weight, bias, out_scale});
+  inputs.insert(inputs.end(), {weight, bias, out_scale, residual});
   const bool any_grad = any_requires_grad(inputs);
   // No map, or a map whose gradient needs only its state: dW's operand is all that backward
   // would read of the map's values, and in bf16 mode it is kept as the product rounds it.
@@ -304,8 +318,10 @@ Tensor fused_linear(const char* op, const char* input, const Tensor& x, const In
   if (any_grad && (!map || map->grads_from_forward_state) && detail::keeps_bf16_input(x) &&
       (needs_grad(weight) || needs_grad(out_scale)))
     kept = std::make_shared<KeptForward>();
-  // LayerScale's own forward values (channel_affine's), so the output has its bits.
-  Tensor out = forward_values(x, map, weight, bias, out_scale, p, kept.get());
+  // LayerScale's and the residual add's own forward values (channel_affine's, add's), so the
+  // output has their bits.
+  const detail::AfterProduct after{out_scale, residual.defined() ? residual.detach() : Tensor()};
+  Tensor out = forward_values(x, map, weight, bias, after, p, kept.get());
   if (!any_grad) return record(op, out, inputs, nullptr);
 
   FusedLinearBackward backward;
@@ -412,15 +428,15 @@ InputMap gelu_map(GeluApprox approx) {
 }  // namespace
 
 Tensor scaled_linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
-                     const Tensor& out_scale) {
+                     const Tensor& out_scale, const Tensor& residual) {
   check(out_scale.defined(), "scaled_linear: undefined out_scale");
-  return fused_linear("scaled_linear", "x", x, nullptr, weight, bias, out_scale);
+  return fused_linear("scaled_linear", "x", x, nullptr, weight, bias, out_scale, residual);
 }
 
 Tensor gelu_linear(const Tensor& h, const Tensor& weight, const Tensor& bias, GeluApprox approx,
-                   const Tensor& out_scale) {
+                   const Tensor& out_scale, const Tensor& residual) {
   const InputMap m = gelu_map(approx);
-  return fused_linear("gelu_linear", "h", h, &m, weight, bias, out_scale);
+  return fused_linear("gelu_linear", "h", h, &m, weight, bias, out_scale, residual);
 }
 
 Tensor layer_norm_linear(const Tensor& x, const Tensor& norm_weight, const Tensor& norm_bias,
@@ -460,7 +476,7 @@ Tensor affine_linear(const Tensor& x, const Tensor& scale, const Tensor& shift,
 // (values, rounded_values and grads serve a backward that needs dW or dh but not both.)
 Tensor gelu_grn_linear(const Tensor& h, const Tensor& gamma, const Tensor& beta, double eps,
                        const Tensor& weight, const Tensor& bias, GeluApprox approx,
-                       const Tensor& out_scale) {
+                       const Tensor& out_scale, const Tensor& residual) {
   check(gamma.defined() && beta.defined(), "gelu_grn_linear: undefined gamma or beta");
   InputMap m;
   m.params = {gamma, beta};
@@ -486,7 +502,7 @@ Tensor gelu_grn_linear(const Tensor& h, const Tensor& gamma, const Tensor& beta,
     return detail::grn_grads(state.act, gm, state.stats, da, need[0], need[1], need[2],
                              state.slope);
   };
-  return fused_linear("gelu_grn_linear", "h", h, &m, weight, bias, out_scale);
+  return fused_linear("gelu_grn_linear", "h", h, &m, weight, bias, out_scale, residual);
 }
 
 }  // namespace vg

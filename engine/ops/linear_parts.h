@@ -21,14 +21,21 @@ struct LinearPlan {
 LinearPlan plan_linear(const char* op, const char* input, const Tensor& x, const Tensor& weight,
                        const Tensor& bias);
 
-// y = x W^T + b as planned (the bias written first, the product added to it), with its FLOPs.
-// With `kept_input`, in bf16 mode on float tensors (keeps_bf16_input()), also x rounded to bf16
-// as the product packs it, for weight_product below. With `out_scale` (LayerScale), y times
-// out_scale per column with channel_affine's bits and FLOPs: where x is kept (and in the two
-// forms below) the product stores each finished block of rows scaled (kernels/bf16_gemm.h
-// RowsDone), so the unscaled y is never stored; otherwise a pass after it.
+// What a fused linear does to its product y = x W^T + b before it returns it, each optional:
+// y times a scale per column (LayerScale), with channel_affine's bits and FLOPs, then a residual
+// (of y's shape) plus that, with add's. Where x is kept in bf16 (and in the two forms below, in
+// bf16 mode), the product does it to each block of rows as it stores them (kernels/bf16_gemm.h
+// RowsDone), so y itself is never stored; otherwise passes after the product.
+struct AfterProduct {
+  Tensor scale, residual;
+  bool any() const { return scale.defined() || residual.defined(); }
+};
+
+// y = x W^T + b as planned (the bias written first, the product added to it), with its FLOPs,
+// and `after` done to it. With `kept_input`, in bf16 mode on float tensors (keeps_bf16_input()),
+// also x rounded to bf16 as the product packs it, for weight_product below.
 Tensor linear_values(const Tensor& x, const Tensor& weight, const Tensor& bias, const LinearPlan& p,
-                     Bf16Rows* kept_input = nullptr, const Tensor& out_scale = Tensor());
+                     Bf16Rows* kept_input = nullptr, const AfterProduct& after = {});
 
 // Whether a linear on x can keep its input in bf16 for dW: bf16 mode and float x.
 bool keeps_bf16_input(const Tensor& x);
@@ -36,12 +43,12 @@ bool keeps_bf16_input(const Tensor& x);
 // The same for float rows made on demand (kernels/made_rows.h), never stored where the
 // products make them a block at a time: a convolution's columns.
 Tensor linear_values_made(const MadeRows& x, const Tensor& weight, const Tensor& bias,
-                          const LinearPlan& p, const Tensor& out_scale = Tensor());
+                          const LinearPlan& p, const AfterProduct& after = {});
 
 // The same for float rows already rounded to bf16 by rows (Bf16Rows), in bf16 mode: the bits
 // of linear_values on the floats they round.
 Tensor linear_values_rounded(const Bf16Rows& x, const Tensor& weight, const Tensor& bias,
-                             const LinearPlan& p, const Tensor& out_scale = Tensor());
+                             const LinearPlan& p, const AfterProduct& after = {});
 
 // dy^T a for dy (rows, out) and a (rows, in), a linear's dW before any scale, with its FLOPs;
 // with `col`, also sum(dy, {0}) into it with the `sum` op's bits, taken in the same pass over dy

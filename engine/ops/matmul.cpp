@@ -17,6 +17,7 @@
 #include "engine/core/parallel.h"
 #include "engine/kernels/blas.h"
 #include "engine/kernels/channel_affine_rows.h"
+#include "engine/kernels/residual_rows.h"
 #include "engine/ops/linear_parts.h"
 #include "engine/ops/norm_parts.h"
 #include "engine/ops/ops.h"
@@ -211,41 +212,47 @@ bool keeps_bf16_input(const Tensor& x) {
 namespace {
 
 // What a bf16 forward's product does with each finished block of rows instead of storing it:
-// stores it times the scale per column into out, with channel_affine's values.
-RowsDone scaled_into(Tensor& out, const Tensor& scale) {
+// `after` done to it (channel_affine's and add's values), into out.
+RowsDone after_into(Tensor& out, const AfterProduct& after) {
   const int64_t n = out.size(-1);
   float* y = out.data<float>();
-  const float* s = scale.data<float>();
+  const float* s = after.scale.defined() ? after.scale.data<float>() : nullptr;
+  const float* residual = after.residual.defined() ? after.residual.data<float>() : nullptr;
   return [=](int64_t r0, int64_t r1, const float* rows) {
-    kernels::channel_affine_block(rows, s, static_cast<const float*>(nullptr), y + r0 * n,
-                                  r1 - r0, n);
+    if (residual)
+      kernels::residual_scaled_block(rows, s, residual + r0 * n, y + r0 * n, r1 - r0, n);
+    else
+      kernels::channel_affine_block(rows, s, static_cast<const float*>(nullptr), y + r0 * n,
+                                    r1 - r0, n);
   };
 }
 
-// out times the scale: by the product (`by_product`, its FLOPs counted here), or in a pass of
-// its own; out itself without a scale.
-Tensor scaled(const Tensor& out, const Tensor& scale, bool by_product) {
-  if (!scale.defined()) return out;
-  if (!by_product) return channel_affine_values(out, scale, Tensor());
-  add_flops(double(out.numel()));
-  return out;
+// `after` done to the product y: by the product (`by_product`, its FLOPs counted here), or in
+// passes of their own.
+Tensor finished(const Tensor& y, const AfterProduct& after, bool by_product) {
+  if (by_product) {
+    add_flops(double(y.numel()) * (after.scale.defined() + after.residual.defined()));
+    return y;
+  }
+  const Tensor scaled = after.scale.defined() ? channel_affine_values(y, after.scale, Tensor()) : y;
+  return after.residual.defined() ? add(after.residual.detach(), scaled) : scaled;
 }
 
 }  // namespace
 
 // y = x W^T + b as planned, with its FLOPs.
 Tensor linear_values(const Tensor& x, const Tensor& weight, const Tensor& bias, const LinearPlan& p,
-                     Bf16Rows* kept_input, const Tensor& out_scale) {
+                     Bf16Rows* kept_input, const AfterProduct& after) {
   const bool has_bias = bias.defined();
   const int64_t rows = p.rows, in_features = p.in_features, out_features = p.out_features;
   Tensor out = Tensor::empty(p.out_shape, x.dtype());
-  const bool by_product = kept_input && out_scale.defined();
+  const bool by_product = kept_input && after.any();
   if (kept_input) {
     check(keeps_bf16_input(x), "linear: a bf16 copy of x kept outside bf16 mode");
-    const RowsDone scale_rows = by_product ? scaled_into(out, out_scale) : RowsDone();
+    const RowsDone after_rows = by_product ? after_into(out, after) : RowsDone();
     gemm_bias_keeping_a(rows, out_features, in_features, x.data<float>(), weight.data<float>(),
                         has_bias ? bias.data<float>() : nullptr, out.data<float>(), *kept_input,
-                        by_product ? &scale_rows : nullptr);
+                        by_product ? &after_rows : nullptr);
   } else {
     dispatch(x.dtype(), [&](auto z) {
       using T = decltype(z);
@@ -255,43 +262,43 @@ Tensor linear_values(const Tensor& x, const Tensor& weight, const Tensor& bias, 
   }
   add_flops(2.0 * double(rows) * in_features * out_features, /*is_matmul=*/true);
   if (has_bias) add_flops(double(rows) * out_features);
-  return scaled(out, out_scale, by_product);
+  return finished(out, after, by_product);
 }
 
 namespace {
 
-// A float forward y = x W^T + b (times out_scale) into a new output, with its FLOPs, for an x
-// that is not a float tensor: product(out, bias or null, scale_rows or null) runs the product.
+// A float forward y = x W^T + b (and `after`) into a new output, with its FLOPs, for an x that
+// is not a float tensor: product(out, bias or null, after_rows or null) runs the product.
 template <class Product>
 Tensor linear_values_of(const Tensor& weight, const Tensor& bias, const LinearPlan& p,
-                        const Tensor& out_scale, Product product) {
+                        const AfterProduct& after, Product product) {
   Tensor out = Tensor::empty(p.out_shape, weight.dtype());
-  const bool by_product = out_scale.defined() && products_make_rows();
-  const RowsDone scale_rows = by_product ? scaled_into(out, out_scale) : RowsDone();
+  const bool by_product = after.any() && products_make_rows();
+  const RowsDone after_rows = by_product ? after_into(out, after) : RowsDone();
   product(out.data<float>(), bias.defined() ? bias.data<float>() : nullptr,
-          by_product ? &scale_rows : nullptr);
+          by_product ? &after_rows : nullptr);
   add_flops(2.0 * double(p.rows) * p.in_features * p.out_features, /*is_matmul=*/true);
   if (bias.defined()) add_flops(double(p.rows) * p.out_features);
-  return scaled(out, out_scale, by_product);
+  return finished(out, after, by_product);
 }
 
 }  // namespace
 
 Tensor linear_values_made(const MadeRows& x, const Tensor& weight, const Tensor& bias,
-                          const LinearPlan& p, const Tensor& out_scale) {
-  return linear_values_of(weight, bias, p, out_scale,
-                          [&](float* out, const float* b, const RowsDone* scale_rows) {
+                          const LinearPlan& p, const AfterProduct& after) {
+  return linear_values_of(weight, bias, p, after,
+                          [&](float* out, const float* b, const RowsDone* after_rows) {
                             gemm_bias_made(x, p.out_features, weight.data<float>(), b, out,
-                                           scale_rows);
+                                           after_rows);
                           });
 }
 
 Tensor linear_values_rounded(const Bf16Rows& x, const Tensor& weight, const Tensor& bias,
-                             const LinearPlan& p, const Tensor& out_scale) {
-  return linear_values_of(weight, bias, p, out_scale,
-                          [&](float* out, const float* b, const RowsDone* scale_rows) {
+                             const LinearPlan& p, const AfterProduct& after) {
+  return linear_values_of(weight, bias, p, after,
+                          [&](float* out, const float* b, const RowsDone* after_rows) {
                             gemm_bias_rounded(x, p.out_features, weight.data<float>(), b, out,
-                                              scale_rows);
+                                              after_rows);
                           });
 }
 

@@ -115,17 +115,21 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor
 //   layer_norm_linear  linear(layer_norm(x, norm_weight, norm_bias, eps), W, b)
 //   affine_linear      linear(channel_affine(x, scale, shift), W, b)  (LearnableScaler)
 //   gelu_grn_linear    linear(global_response_norm(gelu(h), gamma, beta, eps), W, b), then s
+// With a residual (the output's shape), these three return add(residual, that), with add's
+// bits and gradient: a block's residual add, made as the product stores its rows in bf16 mode.
 Tensor scaled_linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
-                     const Tensor& out_scale);
+                     const Tensor& out_scale, const Tensor& residual = Tensor());
 Tensor gelu_linear(const Tensor& h, const Tensor& weight, const Tensor& bias = Tensor(),
-                   GeluApprox approx = GeluApprox::none, const Tensor& out_scale = Tensor());
+                   GeluApprox approx = GeluApprox::none, const Tensor& out_scale = Tensor(),
+                   const Tensor& residual = Tensor());
 Tensor layer_norm_linear(const Tensor& x, const Tensor& norm_weight, const Tensor& norm_bias,
                          double eps, const Tensor& weight, const Tensor& bias = Tensor());
 Tensor affine_linear(const Tensor& x, const Tensor& scale, const Tensor& shift,
                      const Tensor& weight, const Tensor& bias = Tensor());
 Tensor gelu_grn_linear(const Tensor& h, const Tensor& gamma, const Tensor& beta, double eps,
                        const Tensor& weight, const Tensor& bias = Tensor(),
-                       GeluApprox approx = GeluApprox::none, const Tensor& out_scale = Tensor());
+                       GeluApprox approx = GeluApprox::none, const Tensor& out_scale = Tensor(),
+                       const Tensor& residual = Tensor());
 
 // --- neural-network ops (softmax, layer_norm, cross_entropy, dropout), fused -------------
 Tensor softmax(const Tensor& a);      // over the last axis, max-subtracted

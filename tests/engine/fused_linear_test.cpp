@@ -89,6 +89,34 @@ std::vector<Case> cases() {
              linear(global_response_norm(gelu(in[0]), in[1], in[2], eps), in[3], in[4]), in[5]);
        },
        true});
+  // A block's residual add folded in: add(r, ...) with its bits and its gradient.
+  c.push_back({"scaled_linear with residual",
+               {{4, 33, 48}, {40, 48}, {40}, {40}, {4, 33, 40}},
+               [](const auto& in) { return scaled_linear(in[0], in[1], in[2], in[3], in[4]); },
+               [](const auto& in) {
+                 return add(in[4], channel_affine(linear(in[0], in[1], in[2]), in[3]));
+               },
+               true});
+  c.push_back({"gelu_linear with residual",
+               {{4, 33, 96}, {40, 96}, {40}, {4, 33, 40}},
+               [](const auto& in) {
+                 return gelu_linear(in[0], in[1], in[2], GeluApprox::none, Tensor(), in[3]);
+               },
+               [](const auto& in) { return add(in[3], linear(gelu(in[0]), in[1], in[2])); },
+               false});
+  c.push_back({"gelu_grn_linear with out_scale and residual",
+               {{4, 33, 96}, {96}, {96}, {40, 96}, {40}, {40}, {4, 33, 40}},
+               [=](const auto& in) {
+                 return gelu_grn_linear(in[0], in[1], in[2], eps, in[3], in[4], GeluApprox::none,
+                                        in[5], in[6]);
+               },
+               [=](const auto& in) {
+                 return add(in[6], channel_affine(linear(global_response_norm(gelu(in[0]), in[1],
+                                                                               in[2], eps),
+                                                         in[3], in[4]),
+                                                  in[5]));
+               },
+               true});
   return c;
 }
 
@@ -231,6 +259,16 @@ TEST_CASE("the fused linears pass float64 gradchecks on every input, broadcast o
         "gelu_linear with out_scale, " + where,
         [](const auto& in) { return gelu_linear(in[0], in[1], in[2], GeluApprox::tanh, in[3]); },
         {x, w, b, s});
+    Tensor r = variable(with(3), 93);
+    expect_gradients(
+        "scaled_linear with residual, " + where,
+        [](const auto& in) { return scaled_linear(in[0], in[1], in[2], in[3], in[4]); },
+        {x, w, b, s, r});
+    expect_gradients("gelu_linear with out_scale and residual, " + where,
+                     [](const auto& in) {
+                       return gelu_linear(in[0], in[1], in[2], GeluApprox::none, in[3], in[4]);
+                     },
+                     {x, w, b, s, r});
   }
   // GRN needs a token axis: (B, T, C).
   Tensor h = variable({2, 5, 4}, 87), gm = variable({4}, 88), bt = variable({4}, 89);
@@ -248,6 +286,13 @@ TEST_CASE("the fused linears pass float64 gradchecks on every input, broadcast o
                                             GeluApprox::tanh, in[5]);
                    },
                    {h, gm, bt, w, b, s});
+  Tensor r = variable({2, 5, 3}, 94);
+  expect_gradients("gelu_grn_linear with residual",
+                   [](const auto& in) {
+                     return gelu_grn_linear(in[0], in[1], in[2], 1e-6, in[3], in[4],
+                                            GeluApprox::none, in[5], in[6]);
+                   },
+                   {h, gm, bt, w, b, s, r});
 }
 
 TEST_CASE("layer_norm_linear keeps x for backward, never the normalised x") {
@@ -343,6 +388,10 @@ TEST_CASE("the fused linears reject misshaped or mistyped operands with the op's
                        Error);
   CHECK_THROWS_WITH_AS(gelu_linear(x, w, b, GeluApprox::none, zeros({2})),
                        doctest::Contains("gelu_linear: out_scale has shape [2]"), Error);
+  CHECK_THROWS_WITH_AS(scaled_linear(x, w, b, ones({5}), zeros({2, 1, 5})),
+                       doctest::Contains("scaled_linear: residual has shape [2,1,5], expected "
+                                         "[2,3,5] (the output's)"),
+                       Error);
 }
 
 TEST_CASE("in bf16 mode gelu_linear's backward writes GELU's values as bf16, half their bytes") {

@@ -119,9 +119,10 @@ TEST_CASE("gelu_linear records one node with an input per operand") {
   Tensor y = gelu_linear(h, w, b);
   REQUIRE(y.grad_fn());
   CHECK(std::string(y.grad_fn()->op) == "gelu_linear");
-  // h, weight, bias, out_scale: a fixed layout, with the undefined operands never needed.
-  REQUIRE(y.grad_fn()->inputs.size() == 4);
+  // h, weight, bias, out_scale, residual: a fixed layout, the undefined operands never needed.
+  REQUIRE(y.grad_fn()->inputs.size() == 5);
   CHECK(!y.grad_fn()->inputs[3].needed());
+  CHECK(!y.grad_fn()->inputs[4].needed());
   CHECK(!gelu_linear(h, w).grad_fn()->inputs[2].needed());
   // Only the operands that need a gradient get one.
   Tensor frozen_w = w.detach();

@@ -7,8 +7,10 @@
 
 #include "engine/autograd/autograd.h"
 #include "engine/core/storage.h"
+#include "engine/kernels/matmul_precision.h"
 #include "layers/layer_norm.h"
 #include "layers/learnable_scaler.h"
+#include "tests/engine/bf16_tiles_helpers.h"
 #include "tests/layers/module_gradcheck.h"
 
 using namespace vg;
@@ -355,4 +357,39 @@ TEST_CASE(
       }
     }
   }
+}
+
+TEST_CASE("Block fused adds each residual in the branch's last op, with the add's bits in bf16") {
+  // Without DropPath the MLP branch's gelu_linear returns h + ls2(...) itself; the output
+  // keeps the bits of the modules one by one, whose products read the same bf16 operands.
+  const testing::Bf16ModelWhereNeeded model;  // on a CPU without bf16 units
+  const MatmulPrecisionGuard amp(MatmulPrecision::bf16);
+  for (double ls : {0.0, 0.1}) {
+    INFO("ls ", ls);
+    Rng rng(9);
+    Block block(48, 3, 4.0, true, NormKind::layernorm, ls, false, 0.0, 0.0, rng, nullptr);
+    const Tensor x0 = randn({3, 17, 48}, rng), dy = randn({3, 17, 48}, rng);
+    std::vector<Tensor> results[2];
+    for (bool fused : {true, false}) {
+      block.set_fused(fused);
+      block.zero_grad();
+      Tensor x = x0.detach().clone().set_requires_grad();
+      Tensor y = block(x);
+      CHECK(std::string(y.grad_fn()->op) == (fused ? "gelu_linear" : "add"));
+      y.backward(dy);
+      results[fused ? 0 : 1] = {y.detach(), x.grad()};
+    }
+    CHECK(max_abs_diff(results[0][0], results[1][0]) == 0);
+    if (ls == 0) CHECK(max_abs_diff(results[0][1], results[1][1]) == 0);
+  }
+}
+
+TEST_CASE("Block with an active DropPath adds the residual after it, as timm does") {
+  Rng rng(10);
+  Block block(8, 2, 2.0, true, NormKind::layernorm, 0.1, false, 0.5, 0.0, rng,
+              std::make_shared<Rng>(3));
+  const Tensor x = randn({2, 5, 8}, rng).set_requires_grad();
+  CHECK(std::string(block(x).grad_fn()->op) == "add");
+  block.eval();  // DropPath is the identity: the branch's own op adds the residual
+  CHECK(std::string(block(x).grad_fn()->op) == "gelu_linear");
 }
