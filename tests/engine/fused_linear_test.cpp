@@ -392,6 +392,10 @@ TEST_CASE("the fused linears reject misshaped or mistyped operands with the op's
                        doctest::Contains("scaled_linear: residual has shape [2,1,5], expected "
                                          "[2,3,5] (the output's)"),
                        Error);
+  const Tensor r64 = zeros({2, 3, 5}, DType::f64);
+  CHECK_THROWS_WITH_AS(gelu_linear(x, w, b, GeluApprox::none, Tensor(), r64),
+                       doctest::Contains("gelu_linear: residual is float64, weight is float32"),
+                       Error);
 }
 
 TEST_CASE("in bf16 mode gelu_linear's backward writes GELU's values as bf16, half their bytes") {
