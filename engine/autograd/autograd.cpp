@@ -13,6 +13,27 @@ namespace {
 thread_local bool t_grad_enabled = true;
 thread_local bool t_anomaly = false;
 thread_local std::string t_module_path;
+// The node whose backward closure is running and the gradients its inputs' nodes have received
+// so far: what take_received_grad hands over; and whether anomaly mode is on for the backward
+// (run_node turns it off inside the closure).
+struct RunningBackward {
+  Node* node = nullptr;
+  std::unordered_map<Node*, Tensor>* grads = nullptr;
+  bool anomaly = false;
+};
+thread_local RunningBackward t_running;
+class RunningScope {
+ public:
+  RunningScope(Node& n, std::unordered_map<Node*, Tensor>& grads) : outer_(t_running) {
+    t_running = {&n, &grads, t_anomaly};
+  }
+  ~RunningScope() { t_running = outer_; }
+  RunningScope(const RunningScope&) = delete;
+  RunningScope& operator=(const RunningScope&) = delete;
+
+ private:
+  RunningBackward outer_;
+};
 thread_local FlopCounter* t_flop_counter = nullptr;
 
 // True when nobody else can see `t`: it may then be updated in place.
@@ -240,7 +261,11 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
     OpProfiler* profiler = active_profiler();  // charged with the closure and the delivery
     const auto backward_start =
         profiler ? OpProfiler::Clock::now() : OpProfiler::Clock::time_point{};
-    const std::vector<Tensor> input_grads = run_node(*n, std::move(g), retain_graph);
+    std::vector<Tensor> input_grads;
+    {
+      const RunningScope running(*n, grads);
+      input_grads = run_node(*n, std::move(g), retain_graph);
+    }
     for (size_t i = 0; i < n->inputs.size(); ++i) {
       Edge& e = n->inputs[i];
       if (e.needed() && input_grads[i].defined()) deliver(*n, e, input_grads[i], grads);
@@ -248,6 +273,23 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
     }
     if (profiler) profiler->charge(std::string(n->op) + " (backward)", backward_start);
   }
+}
+
+Tensor take_received_grad(size_t input, const Shape& shape, DType dtype) {
+  // Anomaly mode checks the op's gradient and the sum apart, to name the one that overflowed.
+  if (!t_running.node || t_running.anomaly || input >= t_running.node->inputs.size())
+    return Tensor();
+  const Edge& e = t_running.node->inputs[input];
+  if (!e.node) return Tensor();
+  auto it = t_running.grads->find(e.node.get());
+  if (it == t_running.grads->end()) return Tensor();
+  Tensor& received = it->second;
+  if (!received.defined() || received.shape() != shape || received.dtype() != dtype ||
+      !exclusively_owned(received))
+    return Tensor();
+  Tensor out = std::move(received);
+  t_running.grads->erase(it);
+  return out;
 }
 
 NoGradGuard::NoGradGuard() : previous_(t_grad_enabled) {

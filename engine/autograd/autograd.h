@@ -61,6 +61,16 @@ Tensor record(const char* op, Tensor result, const std::vector<Tensor>& inputs,
 // Runs backward from `root` with `gradient` (see Tensor::backward).
 void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph);
 
+// For a backward closure: the gradient that input `input` of the running node has received so
+// far from its other consumers (a residual's), handed over so that the pass making this node's
+// own gradient for it adds into it in place: one pass instead of a stored gradient and the
+// engine's add reading it back (LayerNorm's dx after the block's residual). The closure must
+// then return received + own as that input's gradient, with the bits of the engine's add
+// (kernels/add_arrays.h). Undefined where there is nothing to take: outside a backward, an
+// input that is a leaf or received nothing yet, a gradient of another shape or dtype, one that
+// something else still holds, or in anomaly mode (which checks the two apart).
+Tensor take_received_grad(size_t input, const Shape& shape, DType dtype);
+
 // Disables graph recording in its scope (RAII), e.g. for evaluation and optimiser steps.
 class NoGradGuard {
  public:

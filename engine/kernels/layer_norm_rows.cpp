@@ -57,7 +57,7 @@ void layer_norm_rows(const T* x, const T* w, const T* b, double eps, T* y, doubl
 
 template <class T>
 void layer_norm_backward_rows(const T* x, const T* w, const double* stats, const T* dy, T* dx,
-                              T* dw, T* db, int64_t rows, int64_t C) {
+                              T* dw, T* db, int64_t rows, int64_t C, bool dx_adds) {
   if (rows == 0) {  // no rows: the parameters' gradients are empty sums
     if (dw) std::fill(dw, dw + C, T(0));
     if (db) std::fill(db, db + C, T(0));
@@ -69,7 +69,7 @@ void layer_norm_backward_rows(const T* x, const T* w, const double* stats, const
   const int64_t rows_per_block = std::max<int64_t>(1, rows / std::max<int64_t>(blocks, 1));
   // xhat and g of the current row, in double, computed once: converting x and dy and
   // recomputing them in each of the three passes cost more than reading them back from L1.
-  auto block_rows = [&](int64_t blk, auto weight, double* xhat, double* g) {
+  auto block_rows = [&](int64_t blk, auto weight, double* xhat, double* g, T* own) {
     double* pw = params ? partial.data() + blk * 2 * C : nullptr;
     double* pb = params ? pw + C : nullptr;
     for (int64_t i = rows * blk / blocks; i < rows * (blk + 1) / blocks; ++i) {
@@ -89,15 +89,21 @@ void layer_norm_backward_rows(const T* x, const T* w, const double* stats, const
       const double mean_g = vec::row_sum(C, [&](int64_t c) { return g[c]; }) / double(C);
       const double mean_gx = vec::row_sum(C, [&](int64_t c) { return g[c] * xhat[c]; }) / double(C);
       T* dxi = dx + i * C;
-      for (int64_t c = 0; c < C; ++c) dxi[c] = T(rstd * (g[c] - mean_g - xhat[c] * mean_gx));
+      T* out = dx_adds ? own : dxi;
+      for (int64_t c = 0; c < C; ++c) out[c] = T(rstd * (g[c] - mean_g - xhat[c] * mean_gx));
+      // The row's own dx rounded to T first, then the add in a loop of its own: the engine's
+      // accumulation's bits (an fma of the two, which GCC would make in double, would not).
+      if (dx_adds)
+        for (int64_t c = 0; c < C; ++c) dxi[c] += own[c];
     }
   };
   parallel_for(blocks, std::max<int64_t>(1, vec::row_grain(C) / rows_per_block),
                [&](int64_t b0, int64_t b1) {
                  std::vector<double> row(2 * C);
+                 std::vector<T> own(dx_adds ? C : 0);
                  with_weight(w, [&](auto weight) {
                    for (int64_t blk = b0; blk < b1; ++blk)
-                     block_rows(blk, weight, row.data(), row.data() + C);
+                     block_rows(blk, weight, row.data(), row.data() + C, own.data());
                  });
                });
   if (!params) return;
@@ -160,7 +166,7 @@ void layer_norm_backward_rows_reference(const T* x, const T* w, const double* st
   template void layer_norm_rows(const T*, const T*, const T*, double, T*, double*, int64_t,     \
                                 int64_t);                                                      \
   template void layer_norm_backward_rows(const T*, const T*, const double*, const T*, T*, T*,  \
-                                         T*, int64_t, int64_t);                                \
+                                         T*, int64_t, int64_t, bool);                          \
   template void layer_norm_rows_reference(const T*, const T*, const T*, double, T*, double*,   \
                                           int64_t, int64_t);                                   \
   template void layer_norm_backward_rows_reference(const T*, const T*, const double*, const T*, \

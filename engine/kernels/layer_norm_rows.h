@@ -14,10 +14,12 @@ void layer_norm_rows(const T* x, const T* w, const T* b, double eps, T* y, doubl
 
 // g = dy * w; dx = rstd * (g - mean(g) - xhat * mean(g * xhat)); dw = sum_rows dy * xhat;
 // db = sum_rows dy. dx, dw and db may each be null (not needed). The rows are cut into 32
-// blocks whose parameter sums are added in block order.
+// blocks whose parameter sums are added in block order. With dx_adds, dx holds a gradient x
+// has already received, and each element becomes that + its own dx (rounded to T first): the
+// bits of storing dx and adding the two arrays after.
 template <class T>
 void layer_norm_backward_rows(const T* x, const T* w, const double* stats, const T* dy, T* dx,
-                              T* dw, T* db, int64_t rows, int64_t C);
+                              T* dw, T* db, int64_t rows, int64_t C, bool dx_adds = false);
 
 // The same maths as plain loops, every sum in one running double: within 1e-12 of the
 // kernels above in float64 (the order of the sums differs).

@@ -450,7 +450,9 @@ Tensor layer_norm_linear(const Tensor& x, const Tensor& norm_weight, const Tenso
   };
   m.grads = [=](const Tensor& x, const MapState& state, const Tensor& da,
                 const std::vector<bool>& need) {
-    return detail::layer_norm_grads(x, nw, state.stats, da, need[0], need[1], need[2]);
+    // x's gradient from the block's residual, which comes first, gets dx added in the pass.
+    const Tensor received = need[0] ? take_received_grad(0, x.shape(), da.dtype()) : Tensor();
+    return detail::layer_norm_grads(x, nw, state.stats, da, need[0], need[1], need[2], received);
   };
   m.grads_from_forward_state = true;
   return fused_linear("layer_norm_linear", "x", x, &m, weight, bias, Tensor());

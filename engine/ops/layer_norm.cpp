@@ -60,19 +60,21 @@ Tensor layer_norm_values(const Tensor& x, const Tensor& weight, const Tensor& bi
 }
 
 // g = dy * w; dx = rstd * (g - mean(g) - xhat * mean(g * xhat));
-// dw = sum_rows dy * xhat; db = sum_rows dy.
+// dw = sum_rows dy * xhat; db = sum_rows dy. dx is added into `received` where that is
+// defined.
 std::vector<Tensor> layer_norm_grads(const Tensor& x, const Tensor& weight,
                                      const std::vector<double>& stats, const Tensor& g, bool need_x,
-                                     bool need_weight, bool need_bias) {
+                                     bool need_weight, bool need_bias, const Tensor& received) {
   const int64_t C = x.size(-1), rows = C > 0 ? x.numel() / C : 0;
-  Tensor dx = need_x ? Tensor::empty(x.shape(), g.dtype()) : Tensor();
+  const bool adds = need_x && received.defined();
+  Tensor dx = adds ? received : need_x ? Tensor::empty(x.shape(), g.dtype()) : Tensor();
   Tensor dw = need_weight ? Tensor::empty({C}, g.dtype()) : Tensor();
   Tensor db = need_bias ? Tensor::empty({C}, g.dtype()) : Tensor();
   dispatch(g.dtype(), [&](auto z) {
     using T = decltype(z);
     kernels::layer_norm_backward_rows(x.data<T>(), data_or_null<T>(weight), stats.data(),
                                       g.data<T>(), data_or_null<T>(dx), data_or_null<T>(dw),
-                                      data_or_null<T>(db), rows, C);
+                                      data_or_null<T>(db), rows, C, adds);
   });
   return {dx, dw, db};
 }
@@ -86,7 +88,9 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
   const bool need_x = needs_grad(x), need_w = needs_grad(weight), need_b = needs_grad(bias);
   Tensor xs = x.detach(), ws = weight.defined() ? weight.detach() : Tensor();
   return record("layer_norm", y, {x, weight, bias}, [=](const Tensor& g) {
-    return detail::layer_norm_grads(xs, ws, *stats, g, need_x, need_w, need_b);
+    // x's gradient from a residual, if it came first, gets dx added in the same pass.
+    const Tensor received = need_x ? take_received_grad(0, xs.shape(), g.dtype()) : Tensor();
+    return detail::layer_norm_grads(xs, ws, *stats, g, need_x, need_w, need_b, received);
   });
 }
 

@@ -14,12 +14,15 @@
 
 namespace vg::detail {
 
-// layer_norm over the last axis; `stats` receives (mean, rstd) per row.
+// layer_norm over the last axis; `stats` receives (mean, rstd) per row. The gradients {dx, dw,
+// db}; with `received` (x's gradient so far, autograd.h take_received_grad), dx is added into
+// it in the same pass and returned in its memory.
 Tensor layer_norm_values(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
                          std::vector<double>& stats);
 std::vector<Tensor> layer_norm_grads(const Tensor& x, const Tensor& weight,
                                      const std::vector<double>& stats, const Tensor& g,
-                                     bool need_x, bool need_weight, bool need_bias);
+                                     bool need_x, bool need_weight, bool need_bias,
+                                     const Tensor& received = Tensor());
 
 // channel_affine: y = x * scale + shift (shift optional).
 Tensor channel_affine_values(const Tensor& x, const Tensor& scale, const Tensor& shift);

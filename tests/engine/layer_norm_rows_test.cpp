@@ -69,3 +69,33 @@ TEST_CASE("layer_norm_backward_rows leaves out the gradients it is not asked for
                                             dx_all.data(), dw.data(), db.data(), rows, C);
   CHECK(dx == dx_all);
 }
+
+// dx_adds: dx starts as a gradient x has already received; each element ends as that + the
+// row's own dx, with the bits of storing dx and adding the two arrays (kernels/add_arrays.h).
+TEST_CASE("layer_norm_backward_rows adds into a received dx with the bits of an add after") {
+  const int64_t rows = 70, C = 37;
+  const std::vector<double> x = normal_values(rows * C, 7), w = normal_values(C, 8),
+                            dy = normal_values(rows * C, 9), received = normal_values(rows * C, 10);
+  std::vector<double> y(rows * C), stats(2 * rows), own(rows * C), sum(received);
+  kernels::layer_norm_rows<double>(x.data(), w.data(), nullptr, 1e-5, y.data(), stats.data(), rows,
+                                   C);
+  kernels::layer_norm_backward_rows<double>(x.data(), w.data(), stats.data(), dy.data(), own.data(),
+                                            nullptr, nullptr, rows, C);
+  kernels::layer_norm_backward_rows<double>(x.data(), w.data(), stats.data(), dy.data(), sum.data(),
+                                            nullptr, nullptr, rows, C, /*dx_adds=*/true);
+  std::vector<double> want(rows * C);
+  for (int64_t i = 0; i < rows * C; ++i) want[i] = received[i] + own[i];
+  CHECK(sum == want);
+  // The same in float.
+  auto floats = [](const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); };
+  const std::vector<float> xf = floats(x), wf = floats(w), dyf = floats(dy), rf = floats(received);
+  std::vector<float> yf(rows * C), ownf(rows * C), sumf(rf), wantf(rows * C);
+  kernels::layer_norm_rows<float>(xf.data(), wf.data(), nullptr, 1e-5, yf.data(), stats.data(),
+                                  rows, C);
+  kernels::layer_norm_backward_rows<float>(xf.data(), wf.data(), stats.data(), dyf.data(),
+                                           ownf.data(), nullptr, nullptr, rows, C);
+  kernels::layer_norm_backward_rows<float>(xf.data(), wf.data(), stats.data(), dyf.data(),
+                                           sumf.data(), nullptr, nullptr, rows, C, true);
+  for (int64_t i = 0; i < rows * C; ++i) wantf[i] = rf[i] + ownf[i];
+  CHECK(sumf == wantf);
+}
