@@ -45,19 +45,26 @@ void channel_affine_rows(const T* x, const T* scale, const T* shift, T* y, int64
 
 template <class T>
 void channel_affine_backward_rows(const T* dy, const T* x, const T* scale, T* dx, T* dscale,
-                                  T* dshift, int64_t rows, int64_t C) {
+                                  T* dshift, int64_t rows, int64_t C, bool dx_adds) {
   const int64_t block = row_block(rows), blocks = (rows + block - 1) / block;
   // Per row block, double partial sums of dy * x and dy for every channel.
   std::vector<double> part_scale(dscale ? blocks * C : 0);
   std::vector<double> part_shift(dshift ? blocks * C : 0);
   parallel_for(blocks, grain_for(block * C), [&](int64_t b0, int64_t b1) {
+    std::vector<T> own(dx_adds ? C : 0);
     for (int64_t b = b0; b < b1; ++b) {
       double* acc_s = dscale ? part_scale.data() + b * C : nullptr;
       double* acc_b = dshift ? part_shift.data() + b * C : nullptr;
       for (int64_t r = b * block, r1 = std::min(rows, (b + 1) * block); r < r1; ++r) {
         const T* gr = dy + r * C;
-        if (dx)
+        if (dx && !dx_adds)
           for (int64_t c = 0; c < C; ++c) dx[r * C + c] = gr[c] * scale[c];
+        // Rounded to T first, then added in a loop of its own: the engine's add's bits, where
+        // GCC would fuse a product and a sum in one statement into an fma.
+        if (dx && dx_adds) {
+          for (int64_t c = 0; c < C; ++c) own[c] = gr[c] * scale[c];
+          for (int64_t c = 0; c < C; ++c) dx[r * C + c] += own[c];
+        }
         if (acc_s) {
           const T* xr = x + r * C;
           for (int64_t c = 0; c < C; ++c) acc_s[c] += double(gr[c]) * double(xr[c]);
@@ -110,7 +117,7 @@ void channel_affine_backward_rows_reference(const T* dy, const T* x, const T* sc
   template void channel_affine_rows_reference(const T*, const T*, const T*, T*, int64_t,      \
                                               int64_t);                                       \
   template void channel_affine_backward_rows(const T*, const T*, const T*, T*, T*, T*,       \
-                                             int64_t, int64_t);                              \
+                                             int64_t, int64_t, bool);                        \
   template void channel_affine_backward_rows_reference(const T*, const T*, const T*, T*, T*, \
                                                        T*, int64_t, int64_t);
 VG_CHANNEL_AFFINE_ROWS(float)

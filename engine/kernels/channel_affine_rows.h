@@ -25,10 +25,12 @@ void channel_affine_rows_reference(const T* x, const T* scale, const T* shift, T
                                    int64_t rows, int64_t C);
 
 // dx = dy * scale; dscale = sum_rows dy * x; dshift = sum_rows dy. dx, dscale and dshift may
-// each be null (not needed); x is read only for dscale.
+// each be null (not needed); x is read only for dscale. With dx_adds, dx holds a gradient x
+// has already received and each element becomes that + its own dx: the bits of storing dx and
+// adding the two arrays after.
 template <class T>
 void channel_affine_backward_rows(const T* dy, const T* x, const T* scale, T* dx, T* dscale,
-                                  T* dshift, int64_t rows, int64_t C);
+                                  T* dshift, int64_t rows, int64_t C, bool dx_adds = false);
 
 // The backward as a plain loop, each sum one running double over the rows: the same dx,
 // parameter sums within 1e-12 in float64 (their order differs).

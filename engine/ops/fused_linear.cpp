@@ -466,7 +466,9 @@ Tensor affine_linear(const Tensor& x, const Tensor& scale, const Tensor& shift,
   const Tensor sc = scale.detach(), sh = shift.defined() ? shift.detach() : Tensor();
   m.values = [=](const Tensor& x, MapState&) { return detail::channel_affine_values(x, sc, sh); };
   m.grads = [=](const Tensor& x, const MapState&, const Tensor& da, const std::vector<bool>& need) {
-    return detail::channel_affine_grads(x, sc, da, need[0], need[1], need[2]);
+    // x's gradient from the block's residual, which comes first, gets dx added in the pass.
+    const Tensor received = need[0] ? take_received_grad(0, x.shape(), da.dtype()) : Tensor();
+    return detail::channel_affine_grads(x, sc, da, need[0], need[1], need[2], received);
   };
   m.grads_from_forward_state = true;
   return fused_linear("affine_linear", "x", x, &m, weight, bias, Tensor());

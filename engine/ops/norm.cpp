@@ -59,9 +59,11 @@ Tensor channel_affine_values(const Tensor& x, const Tensor& scale, const Tensor&
 // dx = dy * scale, dscale = sum_rows dy * x, dshift = sum_rows dy; xs is read only when
 // need_scale.
 std::vector<Tensor> channel_affine_grads(const Tensor& xs, const Tensor& ss, const Tensor& g,
-                                         bool need_x, bool need_scale, bool need_shift) {
+                                         bool need_x, bool need_scale, bool need_shift,
+                                         const Tensor& received) {
   const int64_t C = g.size(-1), rows = C > 0 ? g.numel() / C : 0;
-  Tensor gx = need_x ? Tensor::empty(g.shape(), g.dtype()) : Tensor();
+  const bool adds = need_x && received.defined();
+  Tensor gx = adds ? received : need_x ? Tensor::empty(g.shape(), g.dtype()) : Tensor();
   Tensor gscale = need_scale ? Tensor::empty({C}, g.dtype()) : Tensor();
   Tensor gshift = need_shift ? Tensor::empty({C}, g.dtype()) : Tensor();
   dispatch(g.dtype(), [&](auto z) {
@@ -69,7 +71,8 @@ std::vector<Tensor> channel_affine_grads(const Tensor& xs, const Tensor& ss, con
     kernels::channel_affine_backward_rows(g.data<T>(), need_scale ? xs.data<T>() : nullptr,
                                           ss.data<T>(), need_x ? gx.data<T>() : nullptr,
                                           need_scale ? gscale.data<T>() : nullptr,
-                                          need_shift ? gshift.data<T>() : nullptr, rows, C);
+                                          need_shift ? gshift.data<T>() : nullptr, rows, C,
+                                          adds);
   });
   return std::vector<Tensor>{gx, gscale, gshift};
 }
@@ -83,7 +86,9 @@ Tensor channel_affine(const Tensor& x, const Tensor& scale, const Tensor& shift)
   const bool need_x = needs_grad(x), need_scale = needs_grad(scale), need_shift = needs_grad(shift);
   const Tensor xs = need_scale ? x.detach() : Tensor(), ss = scale.detach();
   return record("channel_affine", out, {x, scale, shift}, [=](const Tensor& g) {
-    return detail::channel_affine_grads(xs, ss, g, need_x, need_scale, need_shift);
+    // x's gradient from a residual, if it came first, gets dx added in the same pass.
+    const Tensor received = need_x ? take_received_grad(0, g.shape(), g.dtype()) : Tensor();
+    return detail::channel_affine_grads(xs, ss, g, need_x, need_scale, need_shift, received);
   });
 }
 

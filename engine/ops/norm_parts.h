@@ -24,10 +24,12 @@ std::vector<Tensor> layer_norm_grads(const Tensor& x, const Tensor& weight,
                                      bool need_x, bool need_weight, bool need_bias,
                                      const Tensor& received = Tensor());
 
-// channel_affine: y = x * scale + shift (shift optional).
+// channel_affine: y = x * scale + shift (shift optional). Its gradients add dx into
+// `received` as layer_norm_grads does.
 Tensor channel_affine_values(const Tensor& x, const Tensor& scale, const Tensor& shift);
 std::vector<Tensor> channel_affine_grads(const Tensor& x, const Tensor& scale, const Tensor& g,
-                                         bool need_x, bool need_scale, bool need_shift);
+                                         bool need_x, bool need_scale, bool need_shift,
+                                         const Tensor& received = Tensor());
 
 // global_response_norm; `stats` receives per (sample, channel) the norm and n, then per
 // sample the divisor mu + eps: B * (2C + 1) values.

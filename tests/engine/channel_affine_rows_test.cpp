@@ -58,3 +58,26 @@ TEST_CASE("channel_affine_rows scales and shifts each channel") {
   CHECK(y == std::vector<float>{10.5f, -1.75f, 30.5f, -3.75f});
   CHECK(y_no_shift == std::vector<float>{10, -2, 30, -4});
 }
+
+// dx_adds: dx holds a gradient x has already received; each element ends as that + dy * scale,
+// with the bits of storing dy * scale and adding the two arrays (no fma of the two).
+TEST_CASE("channel_affine_backward_rows adds into a received dx with the bits of an add after") {
+  const int64_t rows = 300, C = 19;
+  Rng rng(3);
+  auto check_type = [&](auto zero) {
+    using T = decltype(zero);
+    std::vector<T> dy(rows * C), scale(C), received(rows * C);
+    for (T& v : dy) v = T(rng.normal());
+    for (T& v : scale) v = T(rng.normal());
+    for (T& v : received) v = T(rng.normal());
+    std::vector<T> own(rows * C), sum(received), want(rows * C);
+    kernels::channel_affine_backward_rows<T>(dy.data(), nullptr, scale.data(), own.data(), nullptr,
+                                             nullptr, rows, C);
+    kernels::channel_affine_backward_rows<T>(dy.data(), nullptr, scale.data(), sum.data(), nullptr,
+                                             nullptr, rows, C, /*dx_adds=*/true);
+    for (int64_t i = 0; i < rows * C; ++i) want[i] = received[i] + own[i];
+    CHECK(sum == want);
+  };
+  check_type(float{});
+  check_type(double{});
+}

@@ -2,6 +2,7 @@
 // has received so far, in place, and the engine counts the sum once.
 #include <doctest/doctest.h>
 
+#include <functional>
 #include <vector>
 
 #include "engine/autograd/autograd.h"
@@ -87,17 +88,20 @@ TEST_CASE("nothing is taken where the engine must add: anomaly mode, a shared gr
   }
 }
 
-// x's gradient from the residual (mul's), then LayerNorm's dx added into it in LayerNorm's own
+// x's gradient from the residual (mul's), then the norm's dx added into it in the norm's own
 // pass: the bits of the two gradients made apart and added.
-TEST_CASE("layer_norm and layer_norm_linear add dx into x's received gradient with add's bits") {
+TEST_CASE("the norms, alone and before a linear, add dx into x's received gradient with add's bits") {
   Rng rng(7);
   const Tensor x0 = randn({6, 5, 24}, rng), w = randn({24}, rng), b = randn({24}, rng);
   const Tensor lw = randn({24, 24}, rng), lb = randn({24}, rng), g = randn({6, 5, 24}, rng);
-  for (bool fused : {false, true}) {
-    INFO("layer_norm_linear: ", fused);
-    auto branch = [&](const Tensor& in) {
-      return fused ? layer_norm_linear(in, w, b, 1e-6, lw, lb) : layer_norm(in, w, b, 1e-6);
-    };
+  const std::vector<std::function<Tensor(const Tensor&)>> branches{
+      [&](const Tensor& in) { return layer_norm(in, w, b, 1e-6); },
+      [&](const Tensor& in) { return layer_norm_linear(in, w, b, 1e-6, lw, lb); },
+      [&](const Tensor& in) { return channel_affine(in, w, b); },
+      [&](const Tensor& in) { return affine_linear(in, w, b, lw, lb); }};
+  for (size_t k = 0; k < branches.size(); ++k) {
+    INFO("layer_norm, layer_norm_linear, channel_affine, affine_linear: ", k);
+    const auto& branch = branches[k];
     // Together: y = a * branch(a), whose mul gives a its gradient before branch's backward.
     Tensor x = x0.clone().set_requires_grad();
     Tensor a = mul(x, 1.0);
