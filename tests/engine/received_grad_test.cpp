@@ -9,6 +9,7 @@
 #include "engine/kernels/add_arrays.h"
 #include "engine/ops/ops.h"
 #include "tests/engine/bits_helpers.h"
+#include "tests/engine/gradcheck_helpers.h"
 
 using namespace vg;
 
@@ -111,5 +112,29 @@ TEST_CASE("the norms, alone and before a linear, add dx into x's received gradie
     mul(mul(xa, 1.0), branch(x0)).backward(g);
     branch(mul(xb, 1.0)).backward(mul(g, x0));
     CHECK(testing::same_bits(x.grad(), add(xa.grad(), xb.grad())));
+  }
+}
+
+// The same graphs in float64, where each norm adds its dx into a's received gradient: central
+// differences agree for x and every parameter.
+TEST_CASE("gradcheck through the norms that add dx into a received gradient") {
+  using testing::variable;
+  const Tensor x = variable({2, 3, 6}, 11), w = variable({6}, 12, 1.0), b = variable({6}, 13);
+  const Tensor lw = variable({6, 6}, 14), lb = variable({6}, 15);
+  const std::vector<std::function<Tensor(const std::vector<Tensor>&)>> branches{
+      [](auto& in) { return layer_norm(in[0], in[1], in[2], 1e-6); },
+      [](auto& in) { return layer_norm_linear(in[0], in[1], in[2], 1e-6, in[3], in[4]); },
+      [](auto& in) { return channel_affine(in[0], in[1], in[2]); },
+      [](auto& in) { return affine_linear(in[0], in[1], in[2], in[3], in[4]); }};
+  for (size_t k = 0; k < branches.size(); ++k) {
+    INFO("layer_norm, layer_norm_linear, channel_affine, affine_linear: ", k);
+    const auto& branch = branches[k];
+    testing::expect_gradients(
+        "a * branch(a)",
+        [&](const std::vector<Tensor>& in) {
+          const Tensor a = mul(in[0], 1.5);
+          return mul(a, branch({a, in[1], in[2], in[3], in[4]}));
+        },
+        {x, w, b, lw, lb});
   }
 }
