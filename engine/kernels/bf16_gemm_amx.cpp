@@ -132,20 +132,20 @@ struct Tiles {
   // Each step also fetches into L1 the same step's lines of the next block's rows of A and
   // panel (where they differ from these; null where they do not): a tile loaded from L2 holds
   // the tiles back by about a sixth.
-  // With `start` (32 floats), the sums start from it instead of from the tiles as they are:
-  // each C tile is loaded from it (one row read into all 16) in the first step, after that
-  // step's A and B tiles and right before its own first product. Four C tiles loaded before
-  // the block's first product held every product back: a linear's forward with its bias as
-  // the start took 1.5 times as long as without it (6400 x 768 x 192 and 6400 x 192 x 192 on
-  // an Intel Xeon of family 6 model 207), 1.15-1.2 times this way. The same products in the
-  // same order: the same bits.
+  // With `from`, the sums start from a 32 x 32 block of floats there, `ld` apart (ld = 0: one
+  // row read into all 32), instead of from the tiles as they are: each C tile is loaded in the
+  // first step, after that step's A and B tiles and right before its own first product. Four
+  // C tiles loaded before the block's first product held every product back: a linear's
+  // forward with its bias as the start took 1.5 times as long as without it (6400 x 768 x 192
+  // and 6400 x 192 x 192 on an Intel Xeon of family 6 model 207), 1.15-1.2 times this way. The
+  // same products in the same order: the same bits.
   __attribute__((target("amx-tile,amx-bf16"))) void multiply(const uint32_t* a, int64_t a_row,
                                                              const uint32_t* panel,
                                                              int64_t panel_ld, int64_t pairs,
                                                              const uint32_t* next_a,
                                                              const uint32_t* next_panel,
-                                                             const float* start = nullptr) {
-    if (pairs == 0 && start) load(start, 0);
+                                                             const float* from, int64_t ld) {
+    if (pairs == 0 && from) load(from, ld);
     for (int64_t p = 0; p < pairs; p += kTile) {
       if (next_a)
         for (int r = 0; r < kBlock; ++r) _mm_prefetch(next_a + r * a_row + p, _MM_HINT_T0);
@@ -158,14 +158,14 @@ struct Tiles {
       _tile_loadd(5, a + kTile * a_row + p, a_row * 4);
       _tile_loadd(6, panel + p * panel_ld, panel_ld * 4);
       _tile_loadd(7, panel + p * panel_ld + kTile, panel_ld * 4);
-      const bool starting = p == 0 && start;
-      if (starting) _tile_loadd(0, start, 0);
+      const bool starting = p == 0 && from;
+      if (starting) _tile_loadd(0, from, ld * 4);
       _tile_dpbf16ps(0, 4, 6);
-      if (starting) _tile_loadd(1, start + kTile, 0);
+      if (starting) _tile_loadd(1, from + kTile, ld * 4);
       _tile_dpbf16ps(1, 4, 7);
-      if (starting) _tile_loadd(2, start, 0);
+      if (starting) _tile_loadd(2, from + kTile * ld, ld * 4);
       _tile_dpbf16ps(2, 5, 6);
-      if (starting) _tile_loadd(3, start + kTile, 0);
+      if (starting) _tile_loadd(3, from + kTile * ld + kTile, ld * 4);
       _tile_dpbf16ps(3, 5, 7);
     }
   }
@@ -220,8 +220,8 @@ struct TilesModel {
       for (int s = 0; s < kBlock; ++s) sums[r][s] = from[r * ld + s];
   }
   void multiply(const uint32_t* a, int64_t a_row, const uint32_t* panel, int64_t panel_ld,
-                int64_t pairs, const uint32_t*, const uint32_t*, const float* start = nullptr) {
-    if (start) load(start, 0);
+                int64_t pairs, const uint32_t*, const uint32_t*, const float* from, int64_t ld) {
+    if (from) load(from, ld);
     for (int64_t p = 0; p < pairs; p += kTile)
       for (int r = 0; r < kBlock; ++r)
         for (int s = 0; s < kBlock; ++s)
@@ -256,15 +256,18 @@ void rows_of_blocks(TileKind& tiles, const Bf16Operands& ops, int64_t i0, int64_
       const int64_t rows = std::min<int64_t>(kBlock, i1 - i);
       const bool whole = rows == kBlock && cols == kBlock;
       float* block = c + i * ldc + j;
-      const float* sums_start = in_tiles && start ? start_row : nullptr;  // multiply loads it
-      if (in_tiles && beta == 1.0f && !sums_start) {
-        if (whole) {
-          tiles.load(block, ldc);
-        } else {
-          TileKind::load_edge(block, ldc, rows, cols, edge);
-          tiles.load(edge, kBlock);
-        }
-      } else if (!sums_start) {
+      // Where the sums start, for multiply to load: the start row, C's block (at C's edge through
+      // `edge`), or nowhere (zero).
+      const float* sums_from = nullptr;
+      int64_t sums_ld = 0;
+      if (in_tiles && start) {
+        sums_from = start_row;
+      } else if (in_tiles && beta == 1.0f && whole) {
+        sums_from = block, sums_ld = ldc;
+      } else if (in_tiles && beta == 1.0f) {
+        TileKind::load_edge(block, ldc, rows, cols, edge);
+        sums_from = edge, sums_ld = kBlock;
+      } else {
         tiles.zero();
       }
       const bool last_row = i + kBlock >= i1;  // the next block: (i + 32, j), else (i0, j + 32)
@@ -273,7 +276,7 @@ void rows_of_blocks(TileKind& tiles, const Bf16Operands& ops, int64_t i0, int64_
       const uint32_t* next_panel =
           last_row && j + kBlock < n ? ops.panel(j / kBlock + 1, p0) : nullptr;
       tiles.multiply(ops.a + i * ops.a_row + p0, ops.a_row, panel, ops.panel_ld(), p1 - p0,
-                     next_a, next_panel, sums_start);
+                     next_a, next_panel, sums_from, sums_ld);
       if (in_tiles && whole) {
         if (ops.stream_c)
           tiles.store_streaming(block, ldc, edge);
