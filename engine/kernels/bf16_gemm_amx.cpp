@@ -137,7 +137,7 @@ struct Tiles {
   // first step, after that step's A and B tiles and right before its own first product. Four
   // C tiles loaded before the block's first product held every product back: a linear's
   // forward with its bias as the start took 1.5 times as long as without it (6400 x 768 x 192
-  // and 6400 x 192 x 192 on an Intel Xeon of family 6 model 207), 1.15-1.2 times this way. The
+  // and 6400 x 192 x 192 on an Intel Xeon of family 6 model 207), 1.1-1.2 times this way. The
   // same products in the same order: the same bits.
   __attribute__((target("amx-tile,amx-bf16"))) void multiply(const uint32_t* a, int64_t a_row,
                                                              const uint32_t* panel,
