@@ -1,7 +1,7 @@
 // The row-wise parts of attention for float on AVX-512: the softmax of rows of scores, and
 // the softmax's backward on rows of dP. They do the generic loops' arithmetic in the same
 // order (vec::exp's polynomial, row_sum's eight double lanes and their fixed tree), so they
-// give the same bits; they work on four rows at once, with no scalar tail after a row's
+// give the same bits; they work on several rows at once, with no scalar tail after a row's
 // last full vector. Internal to kernels/attention_head.cpp.
 #pragma once
 

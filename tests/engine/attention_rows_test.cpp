@@ -37,13 +37,15 @@ std::vector<float> random_rows(int64_t count, float scale, Rng& rng) {
 
 }  // namespace
 
-// Rows 1 to 9 cover blocks of four rows and every remainder; n covers a single entry, part of
-// one vector, the eight-lane sum's edges (8, 9) and vectors with tails (17, 50, 65, 200).
+// The rows cover the softmax's blocks of eight and its pairs and single rows after them (1, 3,
+// 4, 9, 15, 50), and the gradient's blocks of four and every remainder; n covers a single
+// entry, part of one vector, the eight-lane sum's edges (8, 9) and vectors with tails (17, 50,
+// 65, 200).
 TEST_CASE("attention's AVX-512 softmax rows give the generic loops' bits") {
   if constexpr (detail::kAttentionRowsAvx512) {  // else the generic loops run alone
     Rng rng(31);
     for (int64_t n : {1, 5, 8, 9, 16, 17, 50, 65, 200})
-      for (int64_t rows : {1, 3, 4, 9})
+      for (int64_t rows : {1, 3, 4, 9, 15, 50})
         for (float scale : {1.0f, 30.0f}) {
           CAPTURE(n);
           CAPTURE(rows);
