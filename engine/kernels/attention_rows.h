@@ -7,17 +7,12 @@
 
 #include <cstdint>
 
+#include "engine/kernels/avx512_build.h"
+
 namespace vg::detail {
 
-// True where the build targets AVX-512 with fmas (-march=native on such a CPU): only there
-// do the generic loops contract to the same fmas, so only there are the two functions below
-// built. A portable build runs the generic loops, whatever the CPU, so that its bits do not
-// depend on where it runs.
-#if defined(__AVX512F__) && defined(__FMA__)
-inline constexpr bool kAttentionRowsAvx512 = true;
-#else
-inline constexpr bool kAttentionRowsAvx512 = false;
-#endif
+// Built where the build has AVX-512 with fmas (kernels/avx512_build.h).
+inline constexpr bool kAttentionRowsAvx512 = kBuildHasAvx512Fma;
 
 // Each of `rows` rows of n >= 1 entries (stored n apart) = its softmax, in place:
 // m = max, e = exp(row - m), row = e * float(1 / sum e).

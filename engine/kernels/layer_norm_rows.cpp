@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "engine/core/parallel.h"
+#include "engine/kernels/layer_norm_rows_avx512.h"
 #include "engine/kernels/row_sum.h"
 
 namespace vg::kernels {
@@ -29,29 +31,39 @@ constexpr int64_t kLayerNormBlocks = 32;
 }  // namespace
 
 template <class T>
+void layer_norm_rows_generic(const T* x, const T* w, const T* b, double eps, T* y, double* stats,
+                             int64_t rows, int64_t C) {
+  for (int64_t i = 0; i < rows; ++i) {
+    const T* xi = x + i * C;
+    T* yi = y + i * C;
+    const double mean = vec::row_sum(C, [&](int64_t c) { return xi[c]; }) / double(C);
+    const double var = vec::row_sum(C, [&](int64_t c) {
+      const double d = xi[c] - mean;
+      return d * d;
+    });
+    const double rstd = 1.0 / std::sqrt(var / double(C) + eps);
+    with_weight(w, [&](auto weight) {
+      if (b) {
+        for (int64_t c = 0; c < C; ++c)
+          yi[c] = T((xi[c] - mean) * rstd * weight(c) + double(b[c]));
+      } else {
+        for (int64_t c = 0; c < C; ++c) yi[c] = T((xi[c] - mean) * rstd * weight(c));
+      }
+    });
+    stats[2 * i] = mean;
+    stats[2 * i + 1] = rstd;
+  }
+}
+
+template <class T>
 void layer_norm_rows(const T* x, const T* w, const T* b, double eps, T* y, double* stats,
                      int64_t rows, int64_t C) {
   parallel_for(rows, vec::row_grain(C), [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) {
-      const T* xi = x + i * C;
-      T* yi = y + i * C;
-      const double mean = vec::row_sum(C, [&](int64_t c) { return xi[c]; }) / double(C);
-      const double var = vec::row_sum(C, [&](int64_t c) {
-        const double d = xi[c] - mean;
-        return d * d;
-      });
-      const double rstd = 1.0 / std::sqrt(var / double(C) + eps);
-      with_weight(w, [&](auto weight) {
-        if (b) {
-          for (int64_t c = 0; c < C; ++c)
-            yi[c] = T((xi[c] - mean) * rstd * weight(c) + double(b[c]));
-        } else {
-          for (int64_t c = 0; c < C; ++c) yi[c] = T((xi[c] - mean) * rstd * weight(c));
-        }
-      });
-      stats[2 * i] = mean;
-      stats[2 * i + 1] = rstd;
-    }
+    if constexpr (std::is_same_v<T, float> && detail::kLayerNormRowsAvx512)
+      detail::layer_norm_rows_avx512(x + i0 * C, w, b, eps, y + i0 * C, stats + 2 * i0, i1 - i0,
+                                     C);
+    else
+      layer_norm_rows_generic(x + i0 * C, w, b, eps, y + i0 * C, stats + 2 * i0, i1 - i0, C);
   });
 }
 
@@ -163,6 +175,8 @@ void layer_norm_backward_rows_reference(const T* x, const T* w, const double* st
 }
 
 #define VG_LAYER_NORM_ROWS(T)                                                                 \
+  template void layer_norm_rows_generic(const T*, const T*, const T*, double, T*, double*,     \
+                                        int64_t, int64_t);                                     \
   template void layer_norm_rows(const T*, const T*, const T*, double, T*, double*, int64_t,     \
                                 int64_t);                                                      \
   template void layer_norm_backward_rows(const T*, const T*, const double*, const T*, T*, T*,  \

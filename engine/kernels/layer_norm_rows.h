@@ -12,6 +12,13 @@ template <class T>
 void layer_norm_rows(const T* x, const T* w, const T* b, double eps, T* y, double* stats,
                      int64_t rows, int64_t C);
 
+// layer_norm_rows' generic loops on the calling thread, one row at a time: where the build has
+// AVX-512 with fmas, float rows take kernels/layer_norm_rows_avx512.h instead, which must give
+// these bits (the tests compare the two).
+template <class T>
+void layer_norm_rows_generic(const T* x, const T* w, const T* b, double eps, T* y, double* stats,
+                             int64_t rows, int64_t C);
+
 // g = dy * w; dx = rstd * (g - mean(g) - xhat * mean(g * xhat)); dw = sum_rows dy * xhat;
 // db = sum_rows dy. dx, dw and db may each be null (not needed). The rows are cut into 32
 // blocks whose parameter sums are added in block order. With dx_adds, dx holds a gradient x

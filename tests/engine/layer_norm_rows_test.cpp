@@ -3,9 +3,12 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <vector>
 
 #include "engine/core/rng.h"
+#include "tests/engine/bits_helpers.h"
 
 using namespace vg;
 
@@ -98,4 +101,40 @@ TEST_CASE("layer_norm_backward_rows adds into a received dx with the bits of an 
                                            sumf.data(), nullptr, nullptr, rows, C, true);
   for (int64_t i = 0; i < rows * C; ++i) wantf[i] = rf[i] + ownf[i];
   CHECK(sumf == wantf);
+}
+
+// Float rows take the AVX-512 rows where the build has them (kernels/layer_norm_rows_avx512.h):
+// the generic loops' bits, with and without weight and bias, for rows in blocks of four and the
+// rows after them, C around the eight sum lanes' edges and vectors with tails, values far from
+// zero, and rows of zeros, of subnormals, with an infinity or a NaN.
+TEST_CASE("layer_norm_rows on float gives its generic loops' bits") {
+  Rng rng(41);
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (int64_t C : {1, 7, 8, 9, 37, 64, 192, 200})
+    for (int64_t rows : {1, 3, 4, 9})
+      for (int kind = 0; kind < 6; ++kind) {
+        CAPTURE(C);
+        CAPTURE(rows);
+        CAPTURE(kind);
+        std::vector<float> x = vg::testing::random_floats(rows * C, rng);
+        for (float& v : x) v = kind == 1 ? 300.0f + 0.01f * v : kind == 2 ? 0.0f : v;
+        if (kind == 3) for (float& v : x) v *= 1e-40f;
+        if (kind == 4) x[x.size() / 2] = inf;
+        if (kind == 5) x[x.size() / 2] = nan;
+        const std::vector<float> w = vg::testing::random_floats(C, rng),
+                                 b = vg::testing::random_floats(C, rng);
+        for (int affine = 0; affine < 4; ++affine) {
+          CAPTURE(affine);
+          const float* wp = affine & 1 ? w.data() : nullptr;
+          const float* bp = affine & 2 ? b.data() : nullptr;
+          std::vector<float> y(rows * C), want(rows * C);
+          std::vector<double> stats(2 * rows), want_stats(2 * rows);
+          kernels::layer_norm_rows(x.data(), wp, bp, 1e-5, y.data(), stats.data(), rows, C);
+          kernels::layer_norm_rows_generic(x.data(), wp, bp, 1e-5, want.data(), want_stats.data(),
+                                           rows, C);
+          CHECK(vg::testing::same_bits(y, want));
+          CHECK(std::memcmp(stats.data(), want_stats.data(), stats.size() * sizeof(double)) == 0);
+        }
+      }
 }

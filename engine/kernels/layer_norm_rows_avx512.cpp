@@ -1,0 +1,100 @@
+#include "engine/kernels/layer_norm_rows_avx512.h"
+
+#include <immintrin.h>
+
+#include <cmath>
+
+// GCC 12 inlines the plain (unmasked) intrinsics as masked ones with an undefined
+// pass-through vector, and then warns that it may be used uninitialised; it is never read.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#if defined(__AVX512F__) && defined(__FMA__)  // kLayerNormRowsAvx512 (the header)
+
+namespace vg::detail {
+namespace {
+
+// Lanes [0, n - c) of the eight at column c: all eight except in a row's last vector.
+__mmask8 lanes_from(int64_t c, int64_t n) {
+  return n - c >= 8 ? __mmask8(0xFF) : __mmask8((1u << (n - c)) - 1);
+}
+
+// The floats at x in the given lanes, as doubles (zero elsewhere).
+__m512d widened(const float* x, __mmask8 lanes) {
+  return _mm512_cvtps_pd(lanes == 0xFF ? _mm256_loadu_ps(x) : _mm256_maskz_loadu_ps(lanes, x));
+}
+
+// row_sum's final tree: ((a0 + a4) + (a1 + a5)) + ((a2 + a6) + (a3 + a7)).
+double combine_lanes(__m512d acc) {
+  alignas(64) double a[8];
+  _mm512_store_pd(a, acc);
+  return ((a[0] + a[4]) + (a[1] + a[5])) + ((a[2] + a[6]) + (a[3] + a[7]));
+}
+
+// Rows [0, R) from x, C apart: (mean, rstd) into stats, values into y. Element c of a row is
+// added to lane c % 8 of its sums, as row_sum does; the variance's terms (x - mean)^2 go in as
+// one fma each, and the values are ((x - mean) rstd) w + b as one fma (without a weight,
+// (x - mean) rstd + b), as GCC contracts the generic loops.
+template <int R>
+void normalise_rows(const float* x, const float* w, const float* b, double eps, float* y,
+                    double* stats, int64_t C) {
+  __m512d sums[R];
+  for (int r = 0; r < R; ++r) sums[r] = _mm512_setzero_pd();
+  for (int64_t c = 0; c < C; c += 8) {
+    const __mmask8 lanes = lanes_from(c, C);
+    for (int r = 0; r < R; ++r)
+      sums[r] = _mm512_mask_add_pd(sums[r], lanes, sums[r], widened(x + r * C + c, lanes));
+  }
+  double mean[R];
+  __m512d means[R];
+  for (int r = 0; r < R; ++r) {
+    mean[r] = combine_lanes(sums[r]) / double(C);
+    means[r] = _mm512_set1_pd(mean[r]);
+    sums[r] = _mm512_setzero_pd();
+  }
+  for (int64_t c = 0; c < C; c += 8) {
+    const __mmask8 lanes = lanes_from(c, C);
+    for (int r = 0; r < R; ++r) {
+      const __m512d d = _mm512_sub_pd(widened(x + r * C + c, lanes), means[r]);
+      sums[r] = _mm512_mask3_fmadd_pd(d, d, sums[r], lanes);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    const double rstd = 1.0 / std::sqrt(combine_lanes(sums[r]) / double(C) + eps);
+    const __m512d scale = _mm512_set1_pd(rstd);
+    for (int64_t c = 0; c < C; c += 8) {
+      const __mmask8 lanes = lanes_from(c, C);
+      const __m512d centred = _mm512_sub_pd(widened(x + r * C + c, lanes), means[r]);
+      __m512d v;
+      if (w && b)
+        v = _mm512_fmadd_pd(_mm512_mul_pd(centred, scale), widened(w + c, lanes),
+                            widened(b + c, lanes));
+      else if (w)
+        v = _mm512_mul_pd(_mm512_mul_pd(centred, scale), widened(w + c, lanes));
+      else if (b)
+        v = _mm512_fmadd_pd(centred, scale, widened(b + c, lanes));
+      else
+        v = _mm512_mul_pd(centred, scale);
+      _mm256_mask_storeu_ps(y + r * C + c, lanes, _mm512_cvtpd_ps(v));
+    }
+    stats[2 * r] = mean[r];
+    stats[2 * r + 1] = rstd;
+  }
+}
+
+// Rows at once (the forward over 6400 x 192 on one core of an Intel Xeon of family 6 model 207:
+// 1.09-1.19 ms one row at a time, 0.62-0.66 four at a time).
+constexpr int kRowsAtOnce = 4;
+
+}  // namespace
+
+void layer_norm_rows_avx512(const float* x, const float* w, const float* b, double eps, float* y,
+                            double* stats, int64_t rows, int64_t C) {
+  int64_t i = 0;
+  for (; i + kRowsAtOnce <= rows; i += kRowsAtOnce)
+    normalise_rows<kRowsAtOnce>(x + i * C, w, b, eps, y + i * C, stats + 2 * i, C);
+  for (; i < rows; ++i) normalise_rows<1>(x + i * C, w, b, eps, y + i * C, stats + 2 * i, C);
+}
+
+}  // namespace vg::detail
+
+#endif  // kLayerNormRowsAvx512
