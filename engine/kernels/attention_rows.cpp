@@ -2,7 +2,7 @@
 
 #include <immintrin.h>
 
-#include <algorithm>
+#include "engine/kernels/row_sum_avx512.h"
 
 // GCC 12 inlines the plain (unmasked) intrinsics as masked ones with an undefined
 // pass-through vector, and then warns that it is, or may be, used uninitialised; it is never
@@ -61,18 +61,12 @@ __m512d add_lanes(__m512d acc, int64_t valid, Term term) {
   return acc;
 }
 
-// row_sum's final tree: ((a0 + a4) + (a1 + a5)) + ((a2 + a6) + (a3 + a7)).
-double combine_lanes(__m512d acc) {
-  alignas(64) double a[8];
-  _mm512_store_pd(a, acc);
-  return ((a[0] + a[4]) + (a[1] + a[5])) + ((a[2] + a[6]) + (a[3] + a[7]));
-}
-
 // The largest of the 16 lanes, reduced in registers (stored and taken one lane after another,
 // the 15 dependent maxima held each row back: a head's softmax took 2.13-2.20 us, 1.94-1.99 this
-// way, on the CPU named below). Any order gives the maximum's value: the lanes hold no NaN unless
-// the row's first entry is one, and then every lane does (see softmax_rows); a max of +0 and -0
-// may come out as either, and the row's exponentials are the same for both.
+// way, on one core of an Intel Xeon of family 6 model 207). Any order gives the maximum's value:
+// the lanes hold no NaN unless the row's first entry is one, and then every lane does (see
+// softmax_rows); a max of +0 and -0 may come out as either, and the row's exponentials are the
+// same for both.
 float largest(__m512 x) {
   return _mm512_reduce_max_ps(x);
 }
@@ -113,7 +107,7 @@ void softmax_rows(float* p, int64_t ld, int64_t n) {
     }
   }
   __m512 inv[R];
-  for (int r = 0; r < R; ++r) inv[r] = _mm512_set1_ps(float(1.0 / combine_lanes(acc[r])));
+  for (int r = 0; r < R; ++r) inv[r] = _mm512_set1_ps(float(1.0 / vec::combine_sum_lanes(acc[r])));
   for (int64_t c = 0; c < n; c += kLanes) {
     const __mmask16 lanes = lanes_from(c, n);
     for (int r = 0; r < R; ++r) {
@@ -138,7 +132,7 @@ void softmax_grad_rows(const float* p, float* ds, int64_t ld, int64_t n) {
     }
   }
   __m512 dot[R];
-  for (int r = 0; r < R; ++r) dot[r] = _mm512_set1_ps(float(combine_lanes(acc[r])));
+  for (int r = 0; r < R; ++r) dot[r] = _mm512_set1_ps(float(vec::combine_sum_lanes(acc[r])));
   for (int64_t c = 0; c < n; c += kLanes) {
     const __mmask16 lanes = lanes_from(c, n);
     for (int r = 0; r < R; ++r) {

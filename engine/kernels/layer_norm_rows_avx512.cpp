@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "engine/kernels/row_sum_avx512.h"
+
 // GCC 12 inlines the plain (unmasked) intrinsics as masked ones with an undefined
 // pass-through vector, and then warns that it may be used uninitialised; it is never read.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -23,13 +25,6 @@ __m512d widened(const float* x, __mmask8 lanes) {
   return _mm512_cvtps_pd(lanes == 0xFF ? _mm256_loadu_ps(x) : _mm256_maskz_loadu_ps(lanes, x));
 }
 
-// row_sum's final tree: ((a0 + a4) + (a1 + a5)) + ((a2 + a6) + (a3 + a7)).
-double combine_lanes(__m512d acc) {
-  alignas(64) double a[8];
-  _mm512_store_pd(a, acc);
-  return ((a[0] + a[4]) + (a[1] + a[5])) + ((a[2] + a[6]) + (a[3] + a[7]));
-}
-
 // Rows [0, R) from x, C apart: (mean, rstd) into stats, values into y. Element c of a row is
 // added to lane c % 8 of its sums, as row_sum does; the variance's terms (x - mean)^2 go in as
 // one fma each, and the values are ((x - mean) rstd) w + b as one fma (without a weight,
@@ -47,7 +42,7 @@ void normalise_rows(const float* x, const float* w, const float* b, double eps, 
   double mean[R];
   __m512d means[R];
   for (int r = 0; r < R; ++r) {
-    mean[r] = combine_lanes(sums[r]) / double(C);
+    mean[r] = vec::combine_sum_lanes(sums[r]) / double(C);
     means[r] = _mm512_set1_pd(mean[r]);
     sums[r] = _mm512_setzero_pd();
   }
@@ -59,7 +54,7 @@ void normalise_rows(const float* x, const float* w, const float* b, double eps, 
     }
   }
   for (int r = 0; r < R; ++r) {
-    const double rstd = 1.0 / std::sqrt(combine_lanes(sums[r]) / double(C) + eps);
+    const double rstd = 1.0 / std::sqrt(vec::combine_sum_lanes(sums[r]) / double(C) + eps);
     const __m512d scale = _mm512_set1_pd(rstd);
     for (int64_t c = 0; c < C; c += 8) {
       const __mmask8 lanes = lanes_from(c, C);
