@@ -7,11 +7,11 @@
 
 #include <cstdint>
 
-#include "engine/kernels/avx512_build.h"
+#include "engine/kernels/simd_build.h"
 
 namespace vg::detail {
 
-// Built where the build has AVX-512 with fmas (kernels/avx512_build.h).
+// Built where the build has AVX-512 with fmas (kernels/simd_build.h).
 inline constexpr bool kAttentionRowsAvx512 = kBuildHasAvx512Fma;
 
 // Each of `rows` rows of n >= 1 entries (stored n apart) = its softmax, in place:

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/core/parallel.h"
+#include "engine/kernels/layer_norm_rows_avx2.h"
 #include "engine/kernels/layer_norm_rows_avx512.h"
 #include "engine/kernels/row_sum.h"
 
@@ -62,6 +63,8 @@ void layer_norm_rows(const T* x, const T* w, const T* b, double eps, T* y, doubl
     if constexpr (std::is_same_v<T, float> && detail::kLayerNormRowsAvx512)
       detail::layer_norm_rows_avx512(x + i0 * C, w, b, eps, y + i0 * C, stats + 2 * i0, i1 - i0,
                                      C);
+    else if constexpr (std::is_same_v<T, float> && detail::kLayerNormRowsAvx2)
+      detail::layer_norm_rows_avx2(x + i0 * C, w, b, eps, y + i0 * C, stats + 2 * i0, i1 - i0, C);
     else
       layer_norm_rows_generic(x + i0 * C, w, b, eps, y + i0 * C, stats + 2 * i0, i1 - i0, C);
   });

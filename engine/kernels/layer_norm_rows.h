@@ -13,8 +13,8 @@ void layer_norm_rows(const T* x, const T* w, const T* b, double eps, T* y, doubl
                      int64_t rows, int64_t C);
 
 // layer_norm_rows' generic loops on the calling thread, one row at a time: where the build has
-// AVX-512 with fmas, float rows take kernels/layer_norm_rows_avx512.h instead, which must give
-// these bits (the tests compare the two).
+// AVX-512 or AVX2 with fmas, float rows take kernels/layer_norm_rows_avx512.h or
+// kernels/layer_norm_rows_avx2.h instead, which must give these bits (the tests compare them).
 template <class T>
 void layer_norm_rows_generic(const T* x, const T* w, const T* b, double eps, T* y, double* stats,
                              int64_t rows, int64_t C);

@@ -7,11 +7,11 @@
 
 #include <cstdint>
 
-#include "engine/kernels/avx512_build.h"
+#include "engine/kernels/simd_build.h"
 
 namespace vg::detail {
 
-// Built where the build has AVX-512 with fmas (kernels/avx512_build.h): only there do the
+// Built where the build has AVX-512 with fmas (kernels/simd_build.h): only there do the
 // generic loops contract to the fmas these rows use.
 inline constexpr bool kLayerNormRowsAvx512 = kBuildHasAvx512Fma;
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/core/rng.h"
+#include "engine/kernels/layer_norm_rows_avx2.h"
 #include "tests/engine/bits_helpers.h"
 
 using namespace vg;
@@ -103,8 +104,9 @@ TEST_CASE("layer_norm_backward_rows adds into a received dx with the bits of an 
   CHECK(sumf == wantf);
 }
 
-// Float rows take the AVX-512 rows where the build has them (kernels/layer_norm_rows_avx512.h):
-// the generic loops' bits, with and without weight and bias, for rows in blocks of four and the
+// Float rows take the AVX-512 or AVX2 rows where the build has them
+// (kernels/layer_norm_rows_avx512.h, kernels/layer_norm_rows_avx2.h; an AVX-512 build has both,
+// and the AVX2 rows are called here directly): the generic loops' bits, with and without weight and bias, for rows in blocks of four and the
 // rows after them, C around the eight sum lanes' edges and vectors with tails, values far from
 // zero, and rows of zeros, of subnormals, with an infinity or a NaN.
 TEST_CASE("layer_norm_rows on float gives its generic loops' bits") {
@@ -135,6 +137,12 @@ TEST_CASE("layer_norm_rows on float gives its generic loops' bits") {
                                            rows, C);
           CHECK(vg::testing::same_bits(y, want));
           CHECK(std::memcmp(stats.data(), want_stats.data(), stats.size() * sizeof(double)) == 0);
+          if constexpr (detail::kLayerNormRowsAvx2) {
+            detail::layer_norm_rows_avx2(x.data(), wp, bp, 1e-5, y.data(), stats.data(), rows, C);
+            CHECK(vg::testing::same_bits(y, want));
+            CHECK(std::memcmp(stats.data(), want_stats.data(), stats.size() * sizeof(double)) ==
+                  0);
+          }
         }
       }
 }

@@ -1,0 +1,22 @@
+// Which vector units this build targets with fmas (-march=native on such a CPU). The
+// hand-written rows (attention_rows.h, layer_norm_rows_avx512.h, layer_norm_rows_avx2.h) do the
+// generic loops' arithmetic with the fmas GCC contracts those loops to, and only such a build
+// contracts them so; only there are the rows built. A portable build runs the generic loops,
+// whatever the CPU, so that its bits do not depend on where it runs.
+#pragma once
+
+namespace vg::detail {
+
+#if defined(__AVX512F__) && defined(__FMA__)
+inline constexpr bool kBuildHasAvx512Fma = true;
+#else
+inline constexpr bool kBuildHasAvx512Fma = false;
+#endif
+
+#if defined(__AVX2__) && defined(__FMA__)
+inline constexpr bool kBuildHasAvx2Fma = true;
+#else
+inline constexpr bool kBuildHasAvx2Fma = false;
+#endif
+
+}  // namespace vg::detail
