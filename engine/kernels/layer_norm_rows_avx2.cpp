@@ -64,7 +64,8 @@ void normalise_rows(const float* x, const float* w, const float* b, double eps, 
   for (int64_t c = 0; c < C; c += 8)
     for (int r = 0; r < R; ++r) {
       const Eight v = widened(x + r * C + c, C - c);
-      update(sums[r], C - c, [&](__m256d s, int h) { return _mm256_add_pd(s, h ? v.high : v.low); });
+      update(sums[r], C - c,
+             [&](__m256d s, int h) { return _mm256_add_pd(s, h ? v.high : v.low); });
     }
   double mean[R];
   __m256d means[R];
@@ -86,7 +87,8 @@ void normalise_rows(const float* x, const float* w, const float* b, double eps, 
     const __m256d scale = _mm256_set1_pd(rstd);
     for (int64_t c = 0; c < C; c += 8) {
       const Eight v = widened(x + r * C + c, C - c);
-      const Eight wv = w ? widened(w + c, C - c) : Eight{}, bv = b ? widened(b + c, C - c) : Eight{};
+      const Eight wv = w ? widened(w + c, C - c) : Eight{},
+                  bv = b ? widened(b + c, C - c) : Eight{};
       for (int h = 0; h < 2; ++h) {
         const __m256d centred = _mm256_sub_pd(h ? v.high : v.low, means[r]);
         const __m256d wh = h ? wv.high : wv.low, bh = h ? bv.high : bv.low;

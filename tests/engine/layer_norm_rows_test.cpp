@@ -106,9 +106,10 @@ TEST_CASE("layer_norm_backward_rows adds into a received dx with the bits of an 
 
 // Float rows take the AVX-512 or AVX2 rows where the build has them
 // (kernels/layer_norm_rows_avx512.h, kernels/layer_norm_rows_avx2.h; an AVX-512 build has both,
-// and the AVX2 rows are called here directly): the generic loops' bits, with and without weight and bias, for rows in blocks of four and the
-// rows after them, C around the eight sum lanes' edges and vectors with tails, values far from
-// zero, and rows of zeros, of subnormals, with an infinity or a NaN.
+// and the AVX2 rows are called here directly): the generic loops' bits, with and without weight
+// and bias, for rows in blocks of four and the rows after them, C around the eight sum lanes'
+// edges and vectors with tails, values far from zero, and rows of zeros, of subnormals, with an
+// infinity or a NaN.
 TEST_CASE("layer_norm_rows on float gives its generic loops' bits") {
   Rng rng(41);
   const float inf = std::numeric_limits<float>::infinity();
