@@ -190,28 +190,25 @@ struct ColumnSums {
   bool of_b = false;  // dY is B where C^T = B^T A is computed instead
   int64_t width = 0;
   double* parts = nullptr;
-  // Rows [r0, r1) of columns [i0, i1) of x (rows ld apart). Blocks of columns are summed
-  // in registers down the rows, each column's additions in row order as a loop over rows
-  // adding into `parts` would do them, but without storing and reloading the sums every row.
+  // Rows [r0, r1) of columns [i0, i1) of x (rows ld apart), rows that lie in one group of
+  // kColumnSumRows (a chunk of gemm_transposed_a's k). Blocks of columns are summed in registers
+  // down the rows, each column's additions in row order as a loop over rows adding into `parts`
+  // would do them, but without storing and reloading the sums every row.
   void add(const float* x, int64_t ld, int64_t r0, int64_t r1, int64_t i0, int64_t i1) const {
     constexpr int64_t kBlock = 16;
-    for (int64_t g0 = r0; g0 < r1;) {
-      const int64_t g1 = std::min(r1, (g0 / kernels::kColumnSumRows + 1) * kernels::kColumnSumRows);
-      double* row = parts + g0 / kernels::kColumnSumRows * width;
-      int64_t i = i0;
-      for (; i + kBlock <= i1; i += kBlock) {
-        double sum[kBlock];
-        for (int64_t c = 0; c < kBlock; ++c) sum[c] = row[i + c];
-        for (int64_t r = g0; r < g1; ++r)
-          for (int64_t c = 0; c < kBlock; ++c) sum[c] += double(x[r * ld + i + c]);
-        for (int64_t c = 0; c < kBlock; ++c) row[i + c] = sum[c];
-      }
-      for (; i < i1; ++i) {
-        double sum = row[i];
-        for (int64_t r = g0; r < g1; ++r) sum += double(x[r * ld + i]);
-        row[i] = sum;
-      }
-      g0 = g1;
+    double* row = parts + r0 / kernels::kColumnSumRows * width;
+    int64_t i = i0;
+    for (; i + kBlock <= i1; i += kBlock) {
+      double sum[kBlock];
+      for (int64_t c = 0; c < kBlock; ++c) sum[c] = row[i + c];
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t c = 0; c < kBlock; ++c) sum[c] += double(x[r * ld + i + c]);
+      for (int64_t c = 0; c < kBlock; ++c) row[i + c] = sum[c];
+    }
+    for (; i < i1; ++i) {
+      double sum = row[i];
+      for (int64_t r = r0; r < r1; ++r) sum += double(x[r * ld + i]);
+      row[i] = sum;
     }
   }
 };
