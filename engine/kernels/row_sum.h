@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 namespace vg::vec {
 
@@ -25,18 +26,24 @@ double row_sum(int64_t n, F term) {
 }
 
 // max over c in [0, n) of x[c], n >= 1, in the same lanes: eight independent chains instead
-// of one (the largest value does not depend on the order).
+// of one, combined in lane order. Each lane keeps std::max(lane, x[c]) (the lane on a tie or
+// an unordered compare), so the result is the same however the lanes are computed. The lanes
+// are one vector of GCC's vector extension: as an array of eight, GCC kept them eight scalar
+// chains (on AVX2, a softmax row of 50 took 176 instructions to find its max, now 91).
 template <class T>
 T row_max(const T* x, int64_t n) {
-  T acc[kSumLanes];
-  for (int l = 0; l < kSumLanes; ++l) acc[l] = x[0];
+  typedef T Lanes __attribute__((vector_size(kSumLanes * sizeof(T))));
+  Lanes lanes;
+  for (int l = 0; l < kSumLanes; ++l) lanes[l] = x[0];
   int64_t c = 0;
   for (; c + kSumLanes <= n; c += kSumLanes) {
-    for (int l = 0; l < kSumLanes; ++l) acc[l] = std::max(acc[l], x[c + l]);
+    Lanes block;
+    std::memcpy(&block, x + c, sizeof block);
+    lanes = lanes < block ? block : lanes;
   }
-  for (int l = 0; c + l < n; ++l) acc[l] = std::max(acc[l], x[c + l]);
-  T m = acc[0];
-  for (int l = 1; l < kSumLanes; ++l) m = std::max(m, acc[l]);
+  auto lane = [&](int l) { return c + l < n ? std::max(lanes[l], x[c + l]) : lanes[l]; };
+  T m = lane(0);
+  for (int l = 1; l < kSumLanes; ++l) m = std::max(m, lane(l));
   return m;
 }
 

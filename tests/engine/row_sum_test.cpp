@@ -3,7 +3,10 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "engine/core/rng.h"
@@ -39,4 +42,37 @@ TEST_CASE("row_max finds the largest element in the tail and in the first lane")
   x[18] = -1.0;
   x[0] = 2.0;
   CHECK(vec::row_max(x.data(), 19) == 2.0);
+}
+
+// The plain definition: lane c % 8 keeps std::max(lane, x[c]), the lanes combined in order.
+template <class T>
+T lane_max_reference(const T* x, int64_t n) {
+  T acc[vec::kSumLanes];
+  std::fill(acc, acc + vec::kSumLanes, x[0]);
+  for (int64_t c = 0; c < n; ++c) acc[c % vec::kSumLanes] = std::max(acc[c % vec::kSumLanes], x[c]);
+  T m = acc[0];
+  for (int l = 1; l < vec::kSumLanes; ++l) m = std::max(m, acc[l]);
+  return m;
+}
+
+// Ties between +0 and -0 and compares with NaN are where max functions differ (which operand
+// a tie or an unordered compare returns); row_max's vector lanes return what std::max does.
+template <class T, class Bits>
+void check_row_max_bits() {
+  const T values[] = {T(0), -T(0), std::numeric_limits<T>::quiet_NaN(), T(1), T(-1)};
+  Rng rng(9);
+  for (int64_t n = 1; n <= 40; ++n)
+    for (int trial = 0; trial < 50; ++trial) {
+      std::vector<T> x(n);
+      for (T& v : x) v = values[rng.below(5)];
+      const Bits got = std::bit_cast<Bits>(vec::row_max(x.data(), n));
+      const Bits want = std::bit_cast<Bits>(lane_max_reference(x.data(), n));
+      INFO("n = ", n, ", trial ", trial);
+      CHECK(got == want);
+    }
+}
+
+TEST_CASE("row_max returns std::max's bits for signed zeros and NaNs in every lane") {
+  check_row_max_bits<float, uint32_t>();
+  check_row_max_bits<double, uint64_t>();
 }
