@@ -221,6 +221,10 @@ bool products_make_rows() {
   return matmul_precision() == MatmulPrecision::bf16;
 }
 
+bool products_make_rows_for(int64_t rows, int64_t cols, int64_t n) {
+  return products_make_rows() || detail::gemm_simd_makes_rows(rows, cols, n);
+}
+
 bool products_keep_bf16() {
   return matmul_precision() == MatmulPrecision::bf16;
 }
@@ -252,11 +256,13 @@ void gemm_bias_made(const MadeRows& a, int64_t n, const float* b, const float* b
   if (products_make_rows())
     return gemm_bf16_made_a(a, n, b, a.cols, c, n, bias, Bf16Tiles::best, done);
   check(!done, "gemm_bias_made: the product's blocks asked for outside bf16 mode");
+  if (detail::gemm_simd_made_a(a, n, b, bias, c)) return;
   gemm_bias(a.rows, n, a.cols, made_whole(a).data(), b, bias, c);
 }
 
 void gemm_tn_made(int64_t m, const float* a, const MadeRows& b, float* c) {
   if (products_make_rows()) return gemm_bf16_made_b(m, a, m, b, c, b.cols);
+  if (detail::gemm_simd_tn_made(m, a, b, c)) return;
   gemm(true, false, m, b.cols, b.rows, 1.0f, a, m, made_whole(b).data(), b.cols, 0.0f, c, b.cols);
 }
 

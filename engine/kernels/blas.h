@@ -59,10 +59,15 @@ void gemm_tn_sums(int64_t m, int64_t n, int64_t k, const double* a, const double
                   double* sums);
 
 // Products with one operand made on demand (engine/kernels/made_rows.h). True where they
-// make it a block of rows at a time, as it is packed (bf16 mode, either kind of bf16 unit);
-// otherwise they make it whole first and run the stored product, so a caller that would keep
-// the matrix anyway had better pass it stored.
+// make it a block of rows at a time, as it is packed, whatever the shape, and the forward can
+// hand each block of C on (`done` below): bf16 mode, either kind of bf16 unit.
 bool products_make_rows();
+// True where both products below make a matrix of rows x cols a block of rows at a time (the
+// forward's A, with C n wide, and the weight gradient's B, with C n x cols): always in bf16
+// mode, and in fp32 for the shapes the engine's float tiles take. Otherwise they make it whole
+// first and run the stored product, so a caller that would keep the matrix anyway had better
+// pass it stored.
+bool products_make_rows_for(int64_t rows, int64_t cols, int64_t n);
 // C (a.rows x n) = A B^T + bias in every row, B (n x a.cols), bias (n) or null: gemm_bias.
 // With `done` (bf16_gemm.h RowsDone; products_make_rows() only), each finished block of C's
 // rows goes to done instead of c: so with the two forwards below.

@@ -4,6 +4,7 @@
 
 #include "engine/kernels/gemm_simd.h"
 #include "engine/kernels/gemm_tiled.h"
+#include "engine/kernels/gemm_tiled_made.h"
 #include "engine/kernels/prefetch_tile.h"
 
 namespace vg::detail {
@@ -119,7 +120,10 @@ __attribute__((target("avx2,fma"))) void Avx2Tiles::multiply(int64_t k, const fl
 const TiledProducts& avx2_products() {
   static constexpr TiledProducts products{&tiled::product<Avx2Tiles>,
                                           &tiled::product_tn_sums<Avx2Tiles>,
-                                          &tiled::small_product<Avx2Tiles>};
+                                          &tiled::small_product<Avx2Tiles>,
+                                          &tiled::makes_rows<Avx2Tiles>,
+                                          &tiled::product_made_a<Avx2Tiles>,
+                                          &tiled::transposed_a_product_made_b<Avx2Tiles>};
   return products;
 }
 

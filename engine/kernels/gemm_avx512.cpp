@@ -4,6 +4,7 @@
 
 #include "engine/kernels/gemm_simd.h"
 #include "engine/kernels/gemm_tiled.h"
+#include "engine/kernels/gemm_tiled_made.h"
 #include "engine/kernels/prefetch_tile.h"
 #include "engine/kernels/store_tile.h"
 #include "engine/kernels/transpose16.h"
@@ -69,7 +70,10 @@ __attribute__((target("avx512f"))) void Avx512Tiles::multiply(int64_t k, const f
 const TiledProducts& avx512_products() {
   static constexpr TiledProducts products{&tiled::product<Avx512Tiles>,
                                           &tiled::product_tn_sums<Avx512Tiles>,
-                                          &tiled::small_product<Avx512Tiles>};
+                                          &tiled::small_product<Avx512Tiles>,
+                                          &tiled::makes_rows<Avx512Tiles>,
+                                          &tiled::product_made_a<Avx512Tiles>,
+                                          &tiled::transposed_a_product_made_b<Avx512Tiles>};
   return products;
 }
 

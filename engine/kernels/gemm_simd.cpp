@@ -98,4 +98,19 @@ bool gemm_simd_small(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float al
   return true;
 }
 
+bool gemm_simd_makes_rows(int64_t rows, int64_t cols, int64_t n) {
+  const TiledProducts* tiles = tiled_products();
+  return tiles && tiles->makes_rows(rows, cols, n);
+}
+
+bool gemm_simd_made_a(const MadeRows& a, int64_t n, const float* b, const float* start, float* c) {
+  const TiledProducts* tiles = tiled_products();
+  return tiles && tiles->product_made_a(a, n, b, start, c);
+}
+
+bool gemm_simd_tn_made(int64_t m, const float* a, const MadeRows& b, float* c) {
+  const TiledProducts* tiles = tiled_products();
+  return tiles && tiles->product_tn_made(m, a, b, c);
+}
+
 }  // namespace vg::detail

@@ -11,6 +11,10 @@
 
 #include <cstdint>
 
+namespace vg {
+struct MadeRows;  // engine/kernels/made_rows.h
+}
+
 namespace vg::detail {
 
 enum class FloatTiles { none, avx2, avx512 };
@@ -51,10 +55,20 @@ bool gemm_simd_tn_sums(int64_t m, int64_t n, int64_t k, const float* a, const fl
 bool gemm_simd_small(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                      int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
+// The same products with one operand made a block of rows at a time (engine/kernels/made_rows.h,
+// engine/kernels/gemm_tiled_made.h), with the bits of gemm_simd on the stored matrix: C (a.rows x
+// n) = A B^T + start in every row (a convolution's forward, start its bias or null), and C (m x
+// b.cols) = A^T B for A (b.rows x m) stored (its weight gradient). False (touching nothing) without
+// tiles or for a shape they do not take so; gemm_simd_makes_rows says beforehand whether both
+// would take a made matrix of rows x cols and a Y n wide.
+bool gemm_simd_makes_rows(int64_t rows, int64_t cols, int64_t n);
+bool gemm_simd_made_a(const MadeRows& a, int64_t n, const float* b, const float* start, float* c);
+bool gemm_simd_tn_made(int64_t m, const float* a, const MadeRows& b, float* c);
+
 // One kind of tiles' products, which assume the CPU has its instructions: gemm_simd's,
-// gemm_simd_tn_sums' and gemm_simd_small's without its checks, the last with `start` as
-// gemm_simd takes it (m, n and k positive, not both operands transposed). The small products
-// also sum small bf16 products on operands already rounded to bf16
+// gemm_simd_tn_sums', gemm_simd_small's without its checks, with `start` as gemm_simd takes it
+// (m, n and k positive, not both operands transposed), and the made ones above. The small
+// products also sum small bf16 products on operands already rounded to bf16
 // (engine/kernels/bf16_gemm_fma.cpp): AVX-512's, and AVX2's in the tests of a CPU without
 // bf16 units.
 struct TiledProducts {
@@ -66,6 +80,10 @@ struct TiledProducts {
   void (*small_product)(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                         const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
                         float* c, int64_t ldc, const float* start);
+  bool (*makes_rows)(int64_t rows, int64_t cols, int64_t n);
+  bool (*product_made_a)(const MadeRows& a, int64_t n, const float* b, const float* start,
+                         float* c);
+  bool (*product_tn_made)(int64_t m, const float* a, const MadeRows& b, float* c);
 };
 const TiledProducts& avx512_products();  // engine/kernels/gemm_avx512.cpp
 const TiledProducts& avx2_products();    // engine/kernels/gemm_avx2.cpp

@@ -296,6 +296,14 @@ void gemm_transposed_a(int64_t m, int64_t n, int64_t k, float alpha, const float
   });
 }
 
+// C (m x n, rows ldc apart) = ct^T for ct (n x m): a product computed as C^T = B^T A.
+inline void transposed_into(const float* ct, int64_t m, int64_t n, float* c, int64_t ldc) {
+  parallel_for(m, std::max<int64_t>(1, 16384 / n), [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i)
+      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = ct[j * m + i];
+  });
+}
+
 // The case of A transposed, with the sums of A's columns where `sums_parts` is given.
 template <class Tiles>
 bool transposed_a_product(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
@@ -314,11 +322,7 @@ bool transposed_a_product(int64_t m, int64_t n, int64_t k, float alpha, const fl
     const ColumnSums sums{true, m, sums_parts};
     gemm_transposed_a<Tiles>(n, m, k, alpha, b, ldb, a, lda, 0.0f, c_transposed.data(), m,
                              sums_parts ? &sums : nullptr);
-    const float* ct = c_transposed.data();
-    parallel_for(m, std::max<int64_t>(1, 16384 / n), [&](int64_t i0, int64_t i1) {
-      for (int64_t i = i0; i < i1; ++i)
-        for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = ct[j * m + i];
-    });
+    transposed_into(c_transposed.data(), m, n, c, ldc);
     return true;
   }
   const ColumnSums sums{false, m, sums_parts};

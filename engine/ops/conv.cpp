@@ -14,9 +14,9 @@
 // The products are linear's (ops/matmul.cpp), so --amp bf16 switches them as it does every
 // other product. Saved for backward: the columns (for dW) and the weight (for dx), each only
 // where the other needs a gradient. Where the products make an operand a block of rows at a
-// time (kernels/made_rows.h: bf16 products on AVX512-BF16), X is never stored: the forward and dW
-// make its rows from the image as they pack them, and the image is saved instead, the same bits
-// either way.
+// time (kernels/made_rows.h: the engine's float tiles, or bf16 products), X is never stored: the
+// forward and dW make its rows from the image as they read them, and the image is saved
+// instead, the same bits either way.
 #include <climits>
 
 #include "engine/autograd/autograd.h"
@@ -115,7 +115,8 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t
   const detail::LinearPlan plan{
       g.rows(), g.row_len(), c_out, {g.batch, g.out_height(), g.out_width(), c_out}};
   // Short rows (a grey image's 9 values, a run per tap) cost more to make twice than to keep.
-  const bool made = x.dtype() == DType::f32 && products_make_rows() && g.row_len() >= kMadeRowLen;
+  const bool made = x.dtype() == DType::f32 && g.row_len() >= kMadeRowLen &&
+                    products_make_rows_for(g.rows(), g.row_len(), c_out);
   const Tensor image = made ? x.detach() : Tensor();
   Tensor columns = made ? Tensor() : image_to_columns(g, x);
   const Tensor out = made ? detail::linear_values_made(columns_of(g, image), w2, bias, plan)

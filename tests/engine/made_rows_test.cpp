@@ -18,6 +18,7 @@
 #include "engine/ops/ops.h"
 #include "tests/engine/bf16_tiles_helpers.h"
 #include "tests/engine/bits_helpers.h"
+#include "tests/engine/float_tiles_helpers.h"
 #include "tests/engine/gradcheck_helpers.h"
 
 using namespace vg;
@@ -143,34 +144,92 @@ TEST_CASE("gemm_bias_made and gemm_tn_made have the stored products' bits in eit
   }
 }
 
-TEST_CASE("conv2d in bf16 mode has its stored form's bits, its columns made from the image") {
-  const testing::Bf16ModelWhereNeeded model;  // on a CPU without bf16 units
-  const MatmulPrecisionGuard amp(MatmulPrecision::bf16);
+// fp32 on the engine's float tiles (engine/kernels/gemm_tiled_made.h): each thread makes a block of
+// rows at a time, never its whole share of the matrix, for the shapes the tiles take; on OpenBLAS,
+// or for a shape the tiles do not take, the matrix is made whole. The bits are the stored product's
+// either way. The shapes: k in one chunk of 256 and in two (the last short), rows that end in a
+// part of a tile and of a block, a weight gradient whose k ends in a short chunk, and C^T as wide
+// as one panel of AVX-512 and wider (72 columns); then shapes that the tiles leave whole: too few
+// rows (40), a Y narrower than a panel (10 columns) and a C^T no wider than C (n = k).
+TEST_CASE("fp32 products with an operand made on demand have the stored bits, in blocks on tiles") {
+  struct Shape {
+    int64_t rows, k, n;
+  };
+  Rng rng(6);
+  testing::for_each_float_tiles([&](detail::FloatTiles tiles) {
+    for (const Shape s : {Shape{900, 72, 24}, Shape{901, 300, 24}, Shape{1000, 72, 40},
+                          Shape{40, 72, 24}, Shape{900, 72, 10}, Shape{900, 24, 24}})
+      for (const int threads : {1, 2}) {
+        CAPTURE(s.rows);
+        CAPTURE(s.k);
+        CAPTURE(s.n);
+        CAPTURE(threads);
+        const int before = num_threads();
+        set_num_threads(threads);
+        const auto x = random_floats(s.rows * s.k, rng), w = random_floats(s.n * s.k, rng);
+        const auto bias = random_floats(s.n, rng), dy = random_floats(s.rows * s.n, rng);
+        std::vector<float> y(s.rows * s.n), y_made(y.size()), dw(s.n * s.k), dw_made(dw.size());
+        std::atomic<int64_t> largest{0};
+        gemm_bias(s.rows, s.n, s.k, x.data(), w.data(), bias.data(), y.data());
+        gemm_bias_made(made_from(x, s.rows, s.k, largest), s.n, w.data(), bias.data(),
+                       y_made.data());
+        CHECK(same_bits(y, y_made));
+        gemm_bias(s.rows, s.n, s.k, x.data(), w.data(), nullptr, y.data());  // no bias: from zero
+        gemm_bias_made(made_from(x, s.rows, s.k, largest), s.n, w.data(), nullptr, y_made.data());
+        CHECK(same_bits(y, y_made));
+        gemm(true, false, s.n, s.k, s.rows, 1.0f, dy.data(), s.n, x.data(), s.k, 0.0f, dw.data(),
+             s.k);
+        gemm_tn_made(s.n, dy.data(), made_from(x, s.rows, s.k, largest), dw_made.data());
+        CHECK(same_bits(dw, dw_made));
+        const bool in_blocks = products_make_rows_for(s.rows, s.k, s.n);
+        CHECK(in_blocks ==
+              (tiles != detail::FloatTiles::none && s.rows >= 900 && s.n >= 16 && s.k > s.n));
+        // In blocks: a tile block's rows (48) or a chunk of k (256); whole: each thread's share.
+        if (in_blocks)
+          CHECK(largest.load() <= 256);
+        else
+          CHECK(largest.load() >= s.rows / threads);
+        set_num_threads(before);
+      }
+  });
+}
+
+TEST_CASE("conv2d has its stored form's bits, its columns made from the image") {
+  const testing::Bf16ModelWhereNeeded model;           // on a CPU without bf16 units
   const int64_t c_in = 8, c_out = 16, len = 9 * c_in;  // rows of 72 columns: made, not kept
-  for (const int64_t stride : {1, 2}) {
-    CAPTURE(stride);
-    const kernels::ConvGeometry g{4, 10, 10, c_in, 3, stride, 1};
-    Tensor x = variable({4, 10, 10, c_in}, 21).detach().to(DType::f32).set_requires_grad();
-    Tensor w = variable({c_out, c_in, 3, 3}, 22).detach().to(DType::f32).set_requires_grad();
-    Tensor b = variable({c_out}, 23).detach().to(DType::f32).set_requires_grad();
-    const Tensor dy =
-        variable({4, g.out_height(), g.out_width(), c_out}, 24).detach().to(DType::f32);
-    Tensor y;
-    {
-      FlopCounter flops;
-      y = conv2d(x, w, b, stride, 1);
-      CHECK(flops.matmul() == 2.0 * g.rows() * len * c_out);
+  const MatmulPrecision precisions[] = {MatmulPrecision::fp32, MatmulPrecision::bf16};
+  for (const MatmulPrecision precision : precisions)
+    for (const int64_t stride : {1, 2}) {
+      CAPTURE(matmul_precision_name(precision));
+      const MatmulPrecisionGuard amp(precision);
+      CAPTURE(stride);
+      const kernels::ConvGeometry g{4, 10, 10, c_in, 3, stride, 1};
+      Tensor x = variable({4, 10, 10, c_in}, 21).detach().to(DType::f32).set_requires_grad();
+      Tensor w = variable({c_out, c_in, 3, 3}, 22).detach().to(DType::f32).set_requires_grad();
+      Tensor b = variable({c_out}, 23).detach().to(DType::f32).set_requires_grad();
+      const Tensor dy =
+          variable({4, g.out_height(), g.out_width(), c_out}, 24).detach().to(DType::f32);
+      Tensor y;
+      {
+        FlopCounter flops;
+        y = conv2d(x, w, b, stride, 1);
+        CHECK(flops.matmul() == 2.0 * g.rows() * len * c_out);
+      }
+      y.backward(dy);
+      // Made in blocks in bf16 mode, and in fp32 on float tiles where the weight gradient's k (the
+      // output positions) reaches one chunk of 256: stride 1 (400), not stride 2 (100).
+      CHECK(products_make_rows_for(g.rows(), len, c_out) ==
+            (precision == MatmulPrecision::bf16 ||
+             (stride == 1 && detail::float_tiles() != detail::FloatTiles::none)));
+      // The stored form: the columns, then linear's product and the weight gradient's.
+      Tensor columns = Tensor::empty({g.rows(), len});
+      kernels::im2col(g, x.detach().data<float>(), columns.data<float>());
+      const Tensor w2 = permute(w.detach(), {0, 2, 3, 1}).reshape({c_out, len});
+      const Tensor y_stored = linear(columns, w2, b.detach());
+      const Tensor dw_stored = permute(
+          matmul(dy.reshape({g.rows(), c_out}), columns, true, false).reshape({c_out, 3, 3, c_in}),
+          {0, 3, 1, 2});
+      CHECK(y.to_vector() == y_stored.to_vector());
+      CHECK(w.grad().to_vector() == dw_stored.to_vector());
     }
-    y.backward(dy);
-    // The stored form: the columns, then linear's product and the weight gradient's.
-    Tensor columns = Tensor::empty({g.rows(), len});
-    kernels::im2col(g, x.detach().data<float>(), columns.data<float>());
-    const Tensor w2 = permute(w.detach(), {0, 2, 3, 1}).reshape({c_out, len});
-    const Tensor y_stored = linear(columns, w2, b.detach());
-    const Tensor dw_stored = permute(
-        matmul(dy.reshape({g.rows(), c_out}), columns, true, false).reshape({c_out, 3, 3, c_in}),
-        {0, 3, 1, 2});
-    CHECK(y.to_vector() == y_stored.to_vector());
-    CHECK(w.grad().to_vector() == dw_stored.to_vector());
-  }
 }
