@@ -232,7 +232,7 @@ void transposed_rows_of_a(const float* a, int64_t lda, int64_t i0, int64_t i1, i
 // share C's panels where they split evenly, so each packs only its own. A wide panel's chunk
 // (AVX-512's 64 columns, 64 KiB) does not fit, and each tile streams it from L2 packed or not:
 // the threads share C's rows, so each reads only its own columns of A (sharing the panels has
-// every thread read all of A: slower from dim 128 up, docs/speed.md), unless the row tiles split
+// every thread read all of A: slower from dim 128 up, docs/fast.md), unless the row tiles split
 // unevenly and the panels do not. With one such panel B is read in place, since a copy per chunk
 // on every thread cost more than it saved (at dim 64, turning A into rows as below cost 3-5% as
 // well). With more, each tile fetched one line of A per term, and the same lines again for every
