@@ -1,4 +1,4 @@
-// out[i] = a[i] + b[i]: how autograd adds up the gradients an input receives. out may be a.
+// out[i] = a[i] + b[i]: how autograd adds up the gradients an input receives. out may be a or b.
 #pragma once
 
 #include <cstdint>
