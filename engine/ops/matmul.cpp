@@ -229,13 +229,23 @@ RowsDone after_into(Tensor& out, const AfterProduct& after) {
 }
 
 // `after` done to the product y: by the product (`by_product`, its FLOPs counted here), or in
-// passes of their own. The residual is added into the op's own fresh values, with add's bits,
-// and not as an `add` op: one tensor less, and `bench --profile` charges the product to the
-// fused op that made it, not to an add recorded after it.
+// passes of their own. A float residual goes in with the scale in one pass over y, in place
+// (after_into's kernel, with channel_affine's and add's bits), and not as an `add` op: one
+// tensor less, and `bench --profile` charges the product to the fused op that made it.
 Tensor finished(const Tensor& y, const AfterProduct& after, bool by_product) {
   if (by_product) {
     add_flops(double(y.numel()) * (after.scale.defined() + after.residual.defined()));
     return y;
+  }
+  if (after.residual.defined() && y.dtype() == DType::f32) {
+    Tensor out = y;
+    const RowsDone in_place = after_into(out, after);
+    const int64_t n = y.size(-1), rows = y.numel() / std::max<int64_t>(n, 1);
+    const float* values = y.data<float>();
+    parallel_for(rows, std::max<int64_t>(1, 32768 / std::max<int64_t>(n, 1)),
+                 [&](int64_t r0, int64_t r1) { in_place(r0, r1, values + r0 * n); });
+    add_flops(double(y.numel()) * (after.scale.defined() + 1));
+    return out;
   }
   Tensor scaled = after.scale.defined() ? channel_affine_values(y, after.scale, Tensor()) : y;
   if (!after.residual.defined()) return scaled;
