@@ -98,7 +98,9 @@ for exe in $exes; do
     failed=$((failed + f))
     counted=$((counted + n))
   done
-  total=$("$exe" --count 2>&1 | sed -nE 's/.*passing the current filters: *([0-9]+).*/\1/p')
+  # shellcheck disable=SC2086
+  total=$("$exe" --count ${VG_TEST_ARGS:-} 2>&1 |
+    sed -nE 's/.*passing the current filters: *([0-9]+).*/\1/p')
   if [ "$counted" != "$total" ]; then
     echo "$(basename "$exe") has $total test cases, its files ran $counted"
     failed=$((failed + 1))
