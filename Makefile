@@ -57,8 +57,9 @@ asan: deps
 
 # libFuzzer harnesses (fuzz/) for the checkpoint loader, the config parser, the IDX reader and
 # the safetensors reader, built with clang under ASan and UBSan, each run for FUZZ_SECONDS from
-# its committed seed corpus. A crash, sanitizer report, leak or hang fails the target; the input that caused it
-# is written to build-fuzz/ (add it to the bad-input corpus once fixed).
+# its committed seed corpus, side by side (fuzz/run.sh). A crash, sanitizer report, leak or hang
+# fails the target; the input that caused it is written to build-fuzz/crashes/ (add it to the
+# bad-input corpus once fixed).
 FUZZ_DEPS := clang-14 libclang-rt-14-dev libomp-14-dev
 FUZZ_SECONDS ?= 60
 FUZZERS := checkpoint config idx safetensors
@@ -70,16 +71,7 @@ fuzz: fuzz-deps
 	@[ -f build-fuzz/CMakeCache.txt ] || cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Release \
 	  -DCMAKE_CXX_COMPILER=clang++-14 -DFUZZ=ON -DPORTABLE=ON
 	cmake --build build-fuzz -j$(JOBS) --target $(addsuffix _fuzz,$(FUZZERS))
-	@for f in $(FUZZERS); do \
-	  mkdir -p build-fuzz/corpus/$$f build-fuzz/crashes/$$f; \
-	  echo "fuzzing $$f for $(FUZZ_SECONDS) s"; \
-	  ./build-fuzz/$${f}_fuzz build-fuzz/corpus/$$f fuzz/corpus/$$f -max_total_time=$(FUZZ_SECONDS) \
-	    -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-	    -artifact_prefix=build-fuzz/crashes/$$f/ >build-fuzz/$$f.log 2>&1; \
-	  status=$$?; \
-	  grep -E "^Done [0-9]+ runs|stat::number_of_executed_units|stat::peak_rss_mb" build-fuzz/$$f.log; \
-	  if [ $$status -ne 0 ]; then tail -40 build-fuzz/$$f.log; echo "fuzz: $$f failed"; exit 1; fi; \
-	done; echo "fuzz: $(FUZZERS) ran $(FUZZ_SECONDS) s each without a finding"
+	fuzz/run.sh build-fuzz $(FUZZ_SECONDS) $(FUZZERS)
 
 clean:
 	rm -rf build build-asan build-fuzz

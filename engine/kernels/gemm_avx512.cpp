@@ -11,7 +11,9 @@
 
 // GCC 12 inlines the plain (unmasked) shuffles as masked ones with an undefined pass-through
 // vector, and then warns that it may be used uninitialised; it is never read.
+#ifndef __clang__  // clang neither does this nor knows the warning
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace vg::detail {
 namespace {

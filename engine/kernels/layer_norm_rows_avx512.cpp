@@ -8,7 +8,9 @@
 
 // GCC 12 inlines the plain (unmasked) intrinsics as masked ones with an undefined
 // pass-through vector, and then warns that it may be used uninitialised; it is never read.
+#ifndef __clang__  // clang neither does this nor knows the warning
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 #if defined(__AVX512F__) && defined(__FMA__)  // kLayerNormRowsAvx512 (the header)
 

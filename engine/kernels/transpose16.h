@@ -11,8 +11,10 @@
 
 // GCC 12 inlines the plain (unmasked) shuffles as masked ones with an undefined pass-through
 // vector, and then warns that it may be used uninitialised; it is never read.
+#ifndef __clang__  // clang neither does this nor knows the warning
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace vg::detail {
 
@@ -58,4 +60,6 @@ __attribute__((target("avx512f"))) inline void transpose16(const float* in, int6
 
 }  // namespace vg::detail
 
+#ifndef __clang__
 #pragma GCC diagnostic pop
+#endif
