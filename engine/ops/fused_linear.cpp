@@ -23,6 +23,8 @@
 //   ds_o = sum_i W_oi G_oi + b_o sum_rows dy_o,   dW = s * G,   db = s * sum_rows dy,
 //   da = dy (s * W).
 // The forward has the op-by-op bits; these gradients equal op-by-op ones up to rounding.
+// The maps themselves, and the ops made of them, are in ops/fused_linear_maps.cpp.
+
 #include <algorithm>
 #include <functional>
 #include <memory>
@@ -30,65 +32,20 @@
 
 #include "engine/autograd/autograd.h"
 #include "engine/kernels/bf16_gemm.h"
-#include "engine/kernels/gelu_math.h"
-#include "engine/kernels/gelu_slope.h"
 #include "engine/kernels/row_scale.h"
+#include "engine/ops/fused_linear_map.h"
 #include "engine/ops/linear_parts.h"
-#include "engine/ops/norm_parts.h"
 #include "engine/ops/ops.h"
 
 namespace vg {
 namespace {
 
+using detail::InputMap;
+using detail::MapState;
+
 bool needs_grad(const Tensor& t) {
   return t.defined() && (t.requires_grad() || t.grad_fn());
 }
-
-// What a map's values leave for its gradient: per-row statistics and, when the values are
-// made again in backward, GELU's slope gelu'(h) from the same pass (one erf per element
-// instead of two) and GELU's output for GRN's gradient.
-struct MapState {
-  bool for_backward = false;
-  std::vector<double> stats;
-  Tensor slope, act;
-};
-
-// The map a fused linear applies to its input x. `values` computes a = f(x) and fills the
-// state; `grads` maps da to {dx, one per param}.
-struct InputMap {
-  std::vector<Tensor> params;
-  std::function<Tensor(const Tensor& x, MapState& state)> values;
-  std::function<std::vector<Tensor>(const Tensor& x, const MapState& state, const Tensor& da,
-                                    const std::vector<bool>& need)>
-      grads;
-  // Optional, for a map whose gradient pass can make its values too: a = f(x) into `a` and
-  // {dx, one per param} from da, in one pass (GELU: one erf per element and no slope array).
-  // Backward then makes da before the map's values. With `rounded` (bf16 mode), a goes into
-  // it rounded to bf16 instead, as dW's product would round it: half the bytes written and
-  // read back, and the same bits.
-  std::function<std::vector<Tensor>(const Tensor& x, const Tensor& da,
-                                    const std::vector<bool>& need, Tensor& a, Bf16Rows* rounded)>
-      values_and_grads;
-  // Optional, for a map of one element at a time without params (GELU), in bf16 mode:
-  // values_and_grads as a pass that da's product hands each block of da's rows as it
-  // finishes them (kernels/bf16_gemm.h RowsDone), writing dx and the values rounded into
-  // `rounded` (by pairs of rows, made by the caller), with values_and_grads' bits. da is never
-  // stored: at dim 192 its 19.7 MB of floats a block are not written out and read back.
-  std::function<RowsDone(const Tensor& x, Tensor& dx, Bf16Rows& rounded)> grads_by_rows;
-  // Whether `grads` needs only what `values` left in the forward (statistics), not the values
-  // themselves: LayerNorm's and an affine's. In bf16 mode such a map's linear keeps its input
-  // rounded to bf16 for dW, and backward makes nothing again.
-  bool grads_from_forward_state = false;
-  // Optional: `values` with the values rounded to bf16 by rows into `rounded` instead of a
-  // tensor, as the products read them, for the forward and backward in bf16 mode (GRN: half
-  // the bytes written and read back, and no packing of them; the same bits).
-  std::function<void(const Tensor& x, MapState& state, Bf16Rows& rounded)> rounded_values;
-  // Optional, for a map of one element at a time (GELU): its values as rows made on demand
-  // (kernels/made_rows.h), with the bits of `values`. Where the products make rows (bf16
-  // mode), the forward's product makes a block of them as it packs it, so the map's output,
-  // fc2's input of 4 x dim floats a token, is never written to memory and read back.
-  std::function<MadeRows(const Tensor& x)> made_values;
-};
 
 // What a fused linear's forward keeps for backward in bf16 mode, where its map allows it
 // (InputMap::grads_from_forward_state): the map's values as dW's product reads them, and the
@@ -120,8 +77,7 @@ Tensor scale_grad(const Tensor& w, const Tensor& G, const Tensor& b, const Tenso
   return ds;
 }
 
-void check_residual(const char* op, const Tensor& r, const detail::LinearPlan& p,
-                    const Tensor& w) {
+void check_residual(const char* op, const Tensor& r, const detail::LinearPlan& p, const Tensor& w) {
   if (!r.defined()) return;
   check(r.shape() == p.out_shape, op, ": residual has shape ", r.shape(), ", expected ",
         p.out_shape, " (the output's)");
@@ -298,12 +254,11 @@ struct FusedLinearBackward {
   }
 };
 
-// y = residual + out_scale * (map(x) W^T + b); map, bias, out_scale and residual optional.
-// The recorded inputs are x, the map's params, weight, bias, out_scale, residual (undefined
-// ones included, for a fixed layout).
-Tensor fused_linear(const char* op, const char* input, const Tensor& x, const InputMap* map,
-                    const Tensor& weight, const Tensor& bias, const Tensor& out_scale,
-                    const Tensor& residual = Tensor()) {
+}  // namespace
+
+Tensor detail::fused_linear(const char* op, const char* input, const Tensor& x, const InputMap* map,
+                            const Tensor& weight, const Tensor& bias, const Tensor& out_scale,
+                            const Tensor& residual) {
   const detail::LinearPlan p = detail::plan_linear(op, input, x, weight, bias);
   check_out_scale(op, out_scale, p, weight);
   check_residual(op, residual, p, weight);
@@ -340,173 +295,6 @@ Tensor fused_linear(const char* op, const char* input, const Tensor& x, const In
   backward.out_features = p.out_features;
   backward.kept = std::move(kept);
   return record(op, out, inputs, std::move(backward));
-}
-
-// The FLOPs of GELU's values over h, as the gelu op counts them.
-void add_gelu_flops(const Tensor& h, GeluApprox approx) {
-  add_flops(double(h.numel()) *
-            (approx == GeluApprox::none ? gelu_math::kErfFlops : gelu_math::kTanhFlops));
-}
-
-// gelu(h) with the gelu op's bits, and into `slope` gelu'(h), in one pass: the erf form
-// shares Phi(h) between the two.
-Tensor gelu_with_slope(const Tensor& h, GeluApprox approx, Tensor& slope) {
-  Tensor a = Tensor::empty(h.shape(), h.dtype());
-  slope = Tensor::empty(h.shape(), h.dtype());
-  dispatch(h.dtype(), [&](auto z) {
-    using T = decltype(z);
-    kernels::gelu_with_slope(h.data<T>(), a.data<T>(), slope.data<T>(), h.numel(),
-                             approx != GeluApprox::none);
-  });
-  add_gelu_flops(h, approx);
-  return a;
-}
-
-// gelu(h), and in backward its slope too (gelu_math.h, as the gelu op computes them).
-InputMap gelu_map(GeluApprox approx) {
-  InputMap m;
-  m.values = [approx](const Tensor& h, MapState& state) {
-    return state.for_backward ? gelu_with_slope(h, approx, state.slope) : gelu(h, approx);
-  };
-  m.grads = [approx](const Tensor& h, const MapState& state, const Tensor& da,
-                     const std::vector<bool>& need) {
-    if (!need[0]) return std::vector<Tensor>{Tensor()};
-    Tensor slope = state.slope;
-    if (!slope.defined()) gelu_with_slope(h, approx, slope);
-    Tensor dh = da;  // dh = da * gelu'(h), in da's memory
-    dispatch(dh.dtype(), [&](auto z) {
-      using T = decltype(z);
-      kernels::multiply_by_slope(dh.data<T>(), slope.data<T>(), dh.numel());
-    });
-    return std::vector<Tensor>{dh};
-  };
-  m.values_and_grads = [approx](const Tensor& h, const Tensor& da, const std::vector<bool>& need,
-                                Tensor& a, Bf16Rows* rounded) {
-    Tensor dh = da;  // dh = da * gelu'(h), in da's memory
-    const bool tanh_form = approx != GeluApprox::none;
-    if (rounded) {
-      const int64_t cols = h.size(-1), rows = h.numel() / std::max<int64_t>(cols, 1);
-      *rounded = make_bf16_rows(rows, cols, /*row_pairs=*/true);
-      kernels::gelu_with_grad_bf16(h.data<float>(), rounded->words(), dh.data<float>(), rows, cols,
-                                   tanh_form);
-    } else {
-      a = Tensor::empty(h.shape(), h.dtype());
-      dispatch(h.dtype(), [&](auto z) {
-        using T = decltype(z);
-        kernels::gelu_with_grad(h.data<T>(), a.data<T>(), dh.data<T>(), h.numel(), tanh_form);
-      });
-    }
-    add_gelu_flops(h, approx);
-    return std::vector<Tensor>{need[0] ? dh : Tensor()};
-  };
-  m.grads_by_rows = [approx](const Tensor& h, Tensor& dh, Bf16Rows& rounded) {
-    const int64_t cols = h.size(-1), rows = h.numel() / std::max<int64_t>(cols, 1);
-    const bool tanh_form = approx != GeluApprox::none;
-    const float* x = h.data<float>();
-    float* d = dh.data<float>();
-    uint32_t* words = rounded.words();
-    add_gelu_flops(h, approx);
-    return RowsDone([=](int64_t r0, int64_t r1, const float* da_rows) {
-      kernels::gelu_with_grad_bf16_rows(x, da_rows, d, words, r0, r1, rows, cols, tanh_form);
-    });
-  };
-  m.made_values = [approx](const Tensor& h) {  // h outlives the rows: the forward holds it
-    const float* x = h.data<float>();
-    const int64_t cols = h.size(-1);
-    const bool tanh_form = approx != GeluApprox::none;
-    add_gelu_flops(h, approx);
-    return MadeRows{h.numel() / cols, cols,
-                    [=](int64_t r0, int64_t r1, int64_t c0, int64_t c1, float* out) {
-                      for (int64_t r = r0; r < r1; ++r)
-                        kernels::gelu_block<float>(x + r * cols + c0, out + (r - r0) * (c1 - c0),
-                                                   nullptr, c1 - c0, tanh_form);
-                    }};
-  };
-  return m;
-}
-
-}  // namespace
-
-Tensor scaled_linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
-                     const Tensor& out_scale, const Tensor& residual) {
-  check(out_scale.defined(), "scaled_linear: undefined out_scale");
-  return fused_linear("scaled_linear", "x", x, nullptr, weight, bias, out_scale, residual);
-}
-
-Tensor gelu_linear(const Tensor& h, const Tensor& weight, const Tensor& bias, GeluApprox approx,
-                   const Tensor& out_scale, const Tensor& residual) {
-  const InputMap m = gelu_map(approx);
-  return fused_linear("gelu_linear", "h", h, &m, weight, bias, out_scale, residual);
-}
-
-Tensor layer_norm_linear(const Tensor& x, const Tensor& norm_weight, const Tensor& norm_bias,
-                         double eps, const Tensor& weight, const Tensor& bias) {
-  InputMap m;
-  m.params = {norm_weight, norm_bias};
-  const Tensor nw = norm_weight.defined() ? norm_weight.detach() : Tensor();
-  const Tensor nb = norm_bias.defined() ? norm_bias.detach() : Tensor();
-  m.values = [=](const Tensor& x, MapState& state) {
-    return detail::layer_norm_values(x, nw, nb, eps, state.stats);
-  };
-  m.grads = [=](const Tensor& x, const MapState& state, const Tensor& da,
-                const std::vector<bool>& need) {
-    // x's gradient from the block's residual, which comes first, gets dx added in the pass.
-    const Tensor received = need[0] ? take_received_grad(0, x.shape(), da.dtype()) : Tensor();
-    return detail::layer_norm_grads(x, nw, state.stats, da, need[0], need[1], need[2], received);
-  };
-  m.grads_from_forward_state = true;
-  return fused_linear("layer_norm_linear", "x", x, &m, weight, bias, Tensor());
-}
-
-Tensor affine_linear(const Tensor& x, const Tensor& scale, const Tensor& shift,
-                     const Tensor& weight, const Tensor& bias) {
-  check(scale.defined(), "affine_linear: undefined scale");
-  InputMap m;
-  m.params = {scale, shift};
-  const Tensor sc = scale.detach(), sh = shift.defined() ? shift.detach() : Tensor();
-  m.values = [=](const Tensor& x, MapState&) { return detail::channel_affine_values(x, sc, sh); };
-  m.grads = [=](const Tensor& x, const MapState&, const Tensor& da, const std::vector<bool>& need) {
-    // x's gradient from the block's residual, which comes first, gets dx added in the pass.
-    const Tensor received = need[0] ? take_received_grad(0, x.shape(), da.dtype()) : Tensor();
-    return detail::channel_affine_grads(x, sc, da, need[0], need[1], need[2], received);
-  };
-  m.grads_from_forward_state = true;
-  return fused_linear("affine_linear", "x", x, &m, weight, bias, Tensor());
-}
-
-// a = grn(gelu(h)): only h is kept. GELU and GRN are made one sample at a time, so GELU's
-// values are read back from cache; backward makes them again with GELU's slope and GRN's
-// gradient in the same pass over each sample (values_and_grads), so neither goes to memory.
-// (values, rounded_values and grads serve a backward that needs dW or dh but not both.)
-Tensor gelu_grn_linear(const Tensor& h, const Tensor& gamma, const Tensor& beta, double eps,
-                       const Tensor& weight, const Tensor& bias, GeluApprox approx,
-                       const Tensor& out_scale, const Tensor& residual) {
-  check(gamma.defined() && beta.defined(), "gelu_grn_linear: undefined gamma or beta");
-  InputMap m;
-  m.params = {gamma, beta};
-  const Tensor gm = gamma.detach(), bt = beta.detach();
-  const bool tanh_form = approx != GeluApprox::none;
-  m.values = [=](const Tensor& h, MapState& state) {
-    const bool keep = state.for_backward;
-    return detail::gelu_grn_values(h, tanh_form, gm, bt, eps, state.stats,
-                                   keep ? &state.act : nullptr, keep ? &state.slope : nullptr);
-  };
-  m.rounded_values = [=](const Tensor& h, MapState& state, Bf16Rows& rounded) {
-    const bool keep = state.for_backward;
-    detail::gelu_grn_values(h, tanh_form, gm, bt, eps, state.stats, keep ? &state.act : nullptr,
-                            keep ? &state.slope : nullptr, &rounded);
-  };
-  m.values_and_grads = [=](const Tensor& h, const Tensor& da, const std::vector<bool>& need,
-                           Tensor& a, Bf16Rows* rounded) {
-    return detail::gelu_grn_values_and_grads(h, tanh_form, gm, bt, eps, da, need, a, rounded);
-  };
-  m.grads = [=](const Tensor&, const MapState& state, const Tensor& da,
-                const std::vector<bool>& need) {
-    check(state.slope.defined(), "gelu_grn_linear: GELU's slope was not made for backward");
-    return detail::grn_grads(state.act, gm, state.stats, da, need[0], need[1], need[2],
-                             state.slope);
-  };
-  return fused_linear("gelu_grn_linear", "h", h, &m, weight, bias, out_scale, residual);
 }
 
 }  // namespace vg

@@ -1,5 +1,5 @@
 // The two halves (values, then gradients) of the per-channel maps that a fused linear
-// (ops/fused_linear.cpp) applies to its input and recomputes in backward: layer_norm,
+// (ops/fused_linear_maps.cpp) applies to its input and recomputes in backward: layer_norm,
 // channel_affine and global_response_norm. Their ops are built from the same halves, so a
 // fused op has the bits of the op-by-op graph. Internal to engine/ops.
 //

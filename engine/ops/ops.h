@@ -104,7 +104,7 @@ Tensor broadcast_to(const Tensor& a, const Shape& shape);
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
 // x (..., in) -> (..., out) with weight (out, in) and an optional bias (out).
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
-// --- linear fused with its neighbours (ops/fused_linear.cpp) ----------------------------
+// --- linear fused with its neighbours (ops/fused_linear.cpp, its maps fused_linear_maps.cpp)
 // Each equals the op-by-op graph named in its comment, but keeps for backward only the input
 // of the map before the product and recomputes the map's output there: one activation less
 // per linear. Where an `out_scale` s (out) is given, y = s * (...), LayerScale folded into
