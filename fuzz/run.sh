@@ -10,6 +10,8 @@ build=$1 seconds=$2
 shift 2
 jobs=${VG_FUZZ_JOBS:-$(nproc 2>/dev/null || echo 2)}
 cd "$(dirname "$0")/.." || exit 2
+# shellcheck source=tests/side_by_side.sh
+. tests/side_by_side.sh
 
 fuzz_one() {  # harness: runs it; its exit status is the harness's
   local f=$1
@@ -32,7 +34,7 @@ report() {  # harness, exit status: prints its figures, or its log's end when it
 declare -A pid_of_harness
 failed=0
 for f in "$@"; do
-  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
+  wait_for_slot "$jobs"
   echo "fuzzing $f for $seconds s"
   fuzz_one "$f" &
   pid_of_harness[$f]=$!

@@ -14,11 +14,8 @@ set -u
 build=${1:-build}
 jobs=${VG_TEST_JOBS:-$(nproc 2>/dev/null || echo 2)}
 cd "$(dirname "$0")/.." || exit 2
-# Side by side, OpenMP threads that spin while they wait hold the cores the other file needs:
-# wait as the vitgrad command does (tools/main.cpp), unless told otherwise.
-if [ -z "${OMP_WAIT_POLICY:-}" ] && [ -z "${GOMP_SPINCOUNT:-}" ]; then
-  export OMP_WAIT_POLICY=passive GOMP_SPINCOUNT=1000
-fi
+# shellcheck source=tests/side_by_side.sh
+. tests/side_by_side.sh
 results=$(mktemp -d)
 trap 'rm -rf "$results"' EXIT
 
@@ -75,14 +72,9 @@ for exe in $exes; do
   done
 done
 
-running=0
 for i in "${!exe_of[@]}"; do
-  if [ "$running" -ge "$jobs" ]; then
-    wait -n
-    running=$((running - 1))
-  fi
+  wait_for_slot "$jobs"
   run_file "$i" "${exe_of[$i]}" "${file_of[$i]}" &
-  running=$((running + 1))
 done
 wait
 
