@@ -3,14 +3,9 @@
 #include <immintrin.h>
 
 #include "engine/kernels/row_sum_avx512.h"
+#include "engine/kernels/simd_build.h"
 
-// GCC 12 inlines the plain (unmasked) intrinsics as masked ones with an undefined
-// pass-through vector, and then warns that it is, or may be, used uninitialised; it is never
-// read.
-#ifndef __clang__  // clang neither does this nor knows the warning
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
+VG_AVX512_INTRINSICS_BEGIN
 
 #if defined(__AVX512F__) && defined(__FMA__)  // kAttentionRowsAvx512 (the header)
 
@@ -164,3 +159,5 @@ void softmax_grad_rows_avx512(const float* p, float* ds, int64_t rows, int64_t n
 }  // namespace vg::detail
 
 #endif  // kAttentionRowsAvx512
+
+VG_AVX512_INTRINSICS_END

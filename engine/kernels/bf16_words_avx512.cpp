@@ -15,14 +15,10 @@
 
 #include "engine/kernels/bf16_gemm_parts.h"
 #include "engine/kernels/matmul_precision.h"
+#include "engine/kernels/simd_build.h"
 #include "engine/kernels/transpose16.h"
 
-// GCC 12 inlines the plain (unmasked) shuffles as masked ones with an undefined pass-through
-// vector, and then warns that it is, or may be, used uninitialised; it is never read.
-#ifndef __clang__  // clang neither does this nor knows the warning
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
+VG_AVX512_INTRINSICS_BEGIN
 
 namespace vg::detail {
 namespace {
@@ -314,3 +310,5 @@ void transpose_words(const uint32_t* in, int64_t rows, int64_t cols, int64_t in_
 }
 
 }  // namespace vg::detail
+
+VG_AVX512_INTRINSICS_END

@@ -6,14 +6,11 @@
 #include "engine/kernels/gemm_tiled.h"
 #include "engine/kernels/gemm_tiled_made.h"
 #include "engine/kernels/prefetch_tile.h"
+#include "engine/kernels/simd_build.h"
 #include "engine/kernels/store_tile.h"
 #include "engine/kernels/transpose16.h"
 
-// GCC 12 inlines the plain (unmasked) shuffles as masked ones with an undefined pass-through
-// vector, and then warns that it may be used uninitialised; it is never read.
-#ifndef __clang__  // clang neither does this nor knows the warning
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+VG_AVX512_INTRINSICS_BEGIN
 
 namespace vg::detail {
 namespace {
@@ -80,3 +77,5 @@ const TiledProducts& avx512_products() {
 }
 
 }  // namespace vg::detail
+
+VG_AVX512_INTRINSICS_END

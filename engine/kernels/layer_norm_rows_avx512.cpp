@@ -5,12 +5,9 @@
 #include <cmath>
 
 #include "engine/kernels/row_sum_avx512.h"
+#include "engine/kernels/simd_build.h"
 
-// GCC 12 inlines the plain (unmasked) intrinsics as masked ones with an undefined
-// pass-through vector, and then warns that it may be used uninitialised; it is never read.
-#ifndef __clang__  // clang neither does this nor knows the warning
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+VG_AVX512_INTRINSICS_BEGIN
 
 #if defined(__AVX512F__) && defined(__FMA__)  // kLayerNormRowsAvx512 (the header)
 
@@ -95,3 +92,5 @@ void layer_norm_rows_avx512(const float* x, const float* w, const float* b, doub
 }  // namespace vg::detail
 
 #endif  // kLayerNormRowsAvx512
+
+VG_AVX512_INTRINSICS_END

@@ -5,6 +5,20 @@
 // whatever the CPU, so that its bits do not depend on where it runs.
 #pragma once
 
+// GCC 12 inlines plain (unmasked) AVX-512 intrinsics as masked ones with an undefined
+// pass-through vector, and then warns that it is, or may be, used uninitialised; it is never
+// read. Code that uses such intrinsics sits between these two. clang neither does this nor
+// knows the warnings.
+#if defined(__GNUC__) && !defined(__clang__)
+#define VG_AVX512_INTRINSICS_BEGIN                                                           \
+  _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wmaybe-uninitialized\"") \
+      _Pragma("GCC diagnostic ignored \"-Wuninitialized\"")
+#define VG_AVX512_INTRINSICS_END _Pragma("GCC diagnostic pop")
+#else
+#define VG_AVX512_INTRINSICS_BEGIN
+#define VG_AVX512_INTRINSICS_END
+#endif
+
 namespace vg::detail {
 
 #if defined(__AVX512F__) && defined(__FMA__)

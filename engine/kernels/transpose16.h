@@ -9,12 +9,9 @@
 
 #include <cstdint>
 
-// GCC 12 inlines the plain (unmasked) shuffles as masked ones with an undefined pass-through
-// vector, and then warns that it may be used uninitialised; it is never read.
-#ifndef __clang__  // clang neither does this nor knows the warning
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+#include "engine/kernels/simd_build.h"
+
+VG_AVX512_INTRINSICS_BEGIN
 
 namespace vg::detail {
 
@@ -60,6 +57,4 @@ __attribute__((target("avx512f"))) inline void transpose16(const float* in, int6
 
 }  // namespace vg::detail
 
-#ifndef __clang__
-#pragma GCC diagnostic pop
-#endif
+VG_AVX512_INTRINSICS_END
