@@ -16,6 +16,7 @@
 #include "engine/io/json_tensor.h"
 #include "tools/args.h"
 #include "tools/commands.h"
+#include "tools/chart_scales.h"
 #include "tools/svg_chart.h"
 
 namespace vg::tools {

@@ -8,6 +8,7 @@
 
 #include "engine/core/error.h"
 #include "tests/tools/xml_check.h"
+#include "tools/chart_scales.h"
 
 using namespace vg::tools;
 
