@@ -2,7 +2,8 @@
 // hand-written rows (attention_rows.h, layer_norm_rows_avx512.h, layer_norm_rows_avx2.h) do the
 // generic loops' arithmetic with the fmas GCC contracts those loops to, and only such a build
 // contracts them so; only there are the rows built. A portable build runs the generic loops,
-// whatever the CPU, so that its bits do not depend on where it runs.
+// whatever the CPU, so that its bits do not depend on where it runs. Also the one answer to a
+// warning GCC prints for AVX-512 intrinsics (below), for the kernel files that use them.
 #pragma once
 
 // GCC 12 inlines plain (unmasked) AVX-512 intrinsics as masked ones with an undefined
