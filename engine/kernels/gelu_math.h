@@ -1,6 +1,6 @@
 // GELU's value and derivative per element, for the gelu op (ops/elementwise.cpp) and the
-// fused gelu_linear (ops/matmul.cpp). One definition for both, so the fused op reproduces
-// the op-by-op result bit for bit.
+// fused gelu_linear (ops/fused_linear_maps.cpp). One definition for both, so the fused op
+// reproduces the op-by-op result bit for bit.
 //   erf form:  gelu(x) = x Phi(x)                      gelu'(x) = Phi(x) + x phi(x)
 //   tanh form: gelu(x) = 0.5 x (1 + tanh(u)),  u = sqrt(2/pi) (x + 0.044715 x^3)
 //              gelu'(x) = 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2)

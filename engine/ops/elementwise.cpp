@@ -171,8 +171,8 @@ Tensor relu(const Tensor& a) {
                [](auto x, auto) { return decltype(x)(x > 0); });
 }
 
-// The value and the derivative of both forms are in ops/gelu_math.h, shared with the fused
-// gelu_linear (ops/matmul.cpp).
+// The value and the derivative of both forms are in kernels/gelu_math.h, shared with the fused
+// gelu_linear (ops/fused_linear_maps.cpp).
 Tensor gelu(const Tensor& a, GeluApprox approx) {
   using namespace gelu_math;
   if (approx == GeluApprox::none)

@@ -1,8 +1,9 @@
 // Every differentiable op of the engine. Each op lives in the file of its family, with its
 // shape rule, forward kernel, backward and FLOP count side by side:
 //   ops/elementwise.cpp  ops/reduce.cpp  ops/shape.cpp  ops/matmul.cpp  ops/softmax.cpp
-//   ops/layer_norm.cpp  ops/cross_entropy.cpp  ops/dropout.cpp  ops/attention.cpp  ops/norm.cpp (fused normalisation-layer ops)  ops/aux_loss.cpp
-//   ops/patch.cpp  ops/conv.cpp
+//   ops/fused_linear.cpp and ops/fused_linear_maps.cpp (linear fused with its neighbours)
+//   ops/layer_norm.cpp  ops/cross_entropy.cpp  ops/dropout.cpp  ops/attention.cpp
+//   ops/norm.cpp (fused normalisation-layer ops)  ops/aux_loss.cpp  ops/patch.cpp  ops/conv.cpp
 // Binary elementwise ops follow NumPy broadcasting. Both operands of a binary op must have
 // the same dtype. Axes may be negative (counted from the end).
 #pragma once
