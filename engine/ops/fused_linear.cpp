@@ -103,9 +103,10 @@ Tensor forward_values(const Tensor& x, const InputMap* map, const Tensor& weight
                       const Tensor& bias, const detail::AfterProduct& after,
                       const detail::LinearPlan& p, KeptForward* kept) {
   MapState state;
-  const bool bf16_rows = !kept && x.dtype() == DType::f32 && x.numel() > 0 && products_make_rows();
+  const bool float_rows = !kept && x.dtype() == DType::f32 && x.numel() > 0;
+  const bool bf16_rows = float_rows && products_make_rows();
   Tensor out;
-  if (map && map->made_values && bf16_rows) {
+  if (map && map->made_values && float_rows) {
     out = detail::linear_values_made(map->made_values(x.detach()), weight, bias, p, after);
   } else if (map && map->rounded_values && bf16_rows) {
     Bf16Rows rounded;  // the map's values as the product reads them: half the bytes

@@ -53,9 +53,10 @@ struct InputMap {
   // the bytes written and read back, and no packing of them; the same bits).
   std::function<void(const Tensor& x, MapState& state, Bf16Rows& rounded)> rounded_values;
   // Optional, for a map of one element at a time (GELU): its values as rows made on demand
-  // (kernels/made_rows.h), with the bits of `values`. Where the products make rows (bf16
-  // mode), the forward's product makes a block of them as it packs it, so the map's output,
-  // fc2's input of 4 x dim floats a token, is never written to memory and read back.
+  // (kernels/made_rows.h), with the bits of `values`. The forward's float product makes a
+  // block of them as it reads it (the float tiles, as a convolution's columns) or packs it
+  // (bf16 mode), so the map's output, fc2's input of 4 x dim floats a token, is never written
+  // to memory and read back.
   std::function<MadeRows(const Tensor& x)> made_values;
 };
 

@@ -3,11 +3,13 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/autograd/autograd.h"
 #include "engine/core/parallel.h"
 #include "engine/core/storage.h"
+#include "tests/engine/float_tiles_helpers.h"
 #include "tests/engine/gradcheck_helpers.h"
 
 using namespace vg;
@@ -38,34 +40,40 @@ void check_same_bits(const std::string& what, const Tensor& a, const Tensor& b) 
 
 TEST_CASE("gelu_linear equals linear(gelu(h), W, b) bit for bit: output and every gradient") {
   // float32 at MLP-like sizes, so the vectorised GELU, the threaded kernels and the split
-  // gemm all run; with and without bias, both GELU forms, one and two threads.
+  // gemm all run (the forward's product on GELU's rows made a block at a time, where the
+  // float tiles run; at 768 inputs over three chunks of k); on each kind of float tiles and on
+  // OpenBLAS, with and without bias, both GELU forms, one and two threads.
   const int threads = num_threads();
-  for (int n : {1, 2}) {
-    set_num_threads(n);
-    for (GeluApprox approx : {GeluApprox::none, GeluApprox::tanh}) {
-      for (bool with_bias : {true, false}) {
-        const std::string what =
-            cat_str(approx_name(approx), with_bias ? ", bias" : ", no bias", ", threads ", n);
-        Rng rng(41);
-        const Tensor h0 = randn({4, 65, 256}, rng) * 2.0, w0 = randn({64, 256}, rng) * 0.05,
-                     b0 = randn({64}, rng), dy = randn({4, 65, 64}, rng);
-        std::vector<Tensor> fused, reference;
-        for (bool use_fused : {true, false}) {
-          Tensor h = h0.detach().clone().set_requires_grad(),
-                 w = w0.detach().clone().set_requires_grad(),
-                 b = with_bias ? b0.detach().clone().set_requires_grad() : Tensor();
-          Tensor y = use_fused ? gelu_linear(h, w, b, approx) : linear(gelu(h, approx), w, b);
-          y.backward(dy);
-          std::vector<Tensor>& out = use_fused ? fused : reference;
-          out = {y.detach(), h.grad(), w.grad()};
-          if (with_bias) out.push_back(b.grad());
+  testing::for_each_float_tiles([&](detail::FloatTiles) {
+    for (auto [in, width] : {std::pair<int64_t, int64_t>{256, 64}, {768, 192}}) {
+      for (int n : {1, 2}) {
+        set_num_threads(n);
+        for (GeluApprox approx : {GeluApprox::none, GeluApprox::tanh}) {
+          for (bool with_bias : {true, false}) {
+            const std::string what = cat_str(in, " -> ", width, ", ", approx_name(approx),
+                                             with_bias ? ", bias" : ", no bias", ", threads ", n);
+            Rng rng(41);
+            const Tensor h0 = randn({4, 65, in}, rng) * 2.0, w0 = randn({width, in}, rng) * 0.05,
+                         b0 = randn({width}, rng), dy = randn({4, 65, width}, rng);
+            std::vector<Tensor> fused, reference;
+            for (bool use_fused : {true, false}) {
+              Tensor h = h0.detach().clone().set_requires_grad(),
+                     w = w0.detach().clone().set_requires_grad(),
+                     b = with_bias ? b0.detach().clone().set_requires_grad() : Tensor();
+              Tensor y = use_fused ? gelu_linear(h, w, b, approx) : linear(gelu(h, approx), w, b);
+              y.backward(dy);
+              std::vector<Tensor>& out = use_fused ? fused : reference;
+              out = {y.detach(), h.grad(), w.grad()};
+              if (with_bias) out.push_back(b.grad());
+            }
+            const char* names[] = {"y", "dh", "dW", "db"};
+            for (size_t i = 0; i < fused.size(); ++i)
+              check_same_bits(cat_str(what, ": ", names[i]), fused[i], reference[i]);
+          }
         }
-        const char* names[] = {"y", "dh", "dW", "db"};
-        for (size_t i = 0; i < fused.size(); ++i)
-          check_same_bits(cat_str(what, ": ", names[i]), fused[i], reference[i]);
       }
     }
-  }
+  });
   set_num_threads(threads);
 }
 
