@@ -225,6 +225,10 @@ bool products_make_rows_for(int64_t rows, int64_t cols, int64_t n) {
   return products_make_rows() || detail::gemm_simd_makes_rows(rows, cols, n);
 }
 
+bool forward_makes_rows(int64_t rows, int64_t cols, int64_t n) {
+  return products_make_rows() || detail::gemm_simd_makes_a_rows(rows, cols, n);
+}
+
 bool products_keep_bf16() {
   return matmul_precision() == MatmulPrecision::bf16;
 }

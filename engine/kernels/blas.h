@@ -68,6 +68,9 @@ bool products_make_rows();
 // first and run the stored product, so a caller that would keep the matrix anyway had better
 // pass it stored.
 bool products_make_rows_for(int64_t rows, int64_t cols, int64_t n);
+// The same for gemm_bias_made alone: a forward's A of rows x cols, C n wide (GELU's values on
+// their way into fc2).
+bool forward_makes_rows(int64_t rows, int64_t cols, int64_t n);
 // C (a.rows x n) = A B^T + bias in every row, B (n x a.cols), bias (n) or null: gemm_bias.
 // With `done` (bf16_gemm.h RowsDone; products_make_rows() only), each finished block of C's
 // rows goes to done instead of c: so with the two forwards below.

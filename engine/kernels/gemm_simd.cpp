@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "engine/core/error.h"
+#include "engine/kernels/gemm_tiled_made.h"
 
 namespace vg::detail {
 namespace {
@@ -101,6 +102,10 @@ bool gemm_simd_small(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float al
 bool gemm_simd_makes_rows(int64_t rows, int64_t cols, int64_t n) {
   const TiledProducts* tiles = tiled_products();
   return tiles && tiles->makes_rows(rows, cols, n);
+}
+
+bool gemm_simd_makes_a_rows(int64_t rows, int64_t cols, int64_t n) {
+  return tiled_products() && tiled::made_a_fits(rows, n, cols);
 }
 
 bool gemm_simd_made_a(const MadeRows& a, int64_t n, const float* b, const float* start, float* c) {

@@ -62,6 +62,8 @@ bool gemm_simd_small(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float al
 // tiles or for a shape they do not take so; gemm_simd_makes_rows says beforehand whether both
 // would take a made matrix of rows x cols and a Y n wide.
 bool gemm_simd_makes_rows(int64_t rows, int64_t cols, int64_t n);
+// Whether gemm_simd_made_a alone would take a made A of rows x cols and a C n wide.
+bool gemm_simd_makes_a_rows(int64_t rows, int64_t cols, int64_t n);
 bool gemm_simd_made_a(const MadeRows& a, int64_t n, const float* b, const float* start, float* c);
 bool gemm_simd_tn_made(int64_t m, const float* a, const MadeRows& b, float* c);
 

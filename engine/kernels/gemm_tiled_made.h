@@ -5,7 +5,8 @@
 // in cache, as they would read the stored matrix. The products cut k into the same
 // chunks and run the same tiles as gemm_tiled.h's on the stored matrix, so each element of C is
 // the same fma chain: the same bits. Internal to the tiles (engine/kernels/gemm_avx512.cpp,
-// engine/kernels/gemm_avx2.cpp).
+// engine/kernels/gemm_avx2.cpp) and to engine/kernels/gemm_simd.cpp, which asks which shapes
+// they take.
 #pragma once
 
 #include <algorithm>

@@ -1,7 +1,8 @@
 // An operand of a product that is never stored whole: a convolution's columns, say, which
-// repeat the image's values up to k x k times, or GELU's values as fc2's forward reads them. The bf16 kernels ask for it a block of rows at a
-// time and pack each block while it is still in cache (engine/kernels/bf16_gemm.h), and so do
-// the float tiles, which read each block where it was made (engine/kernels/gemm_tiled_made.h).
+// repeat the image's values up to k x k times, or GELU's values as fc2's forward reads them.
+// The bf16 kernels ask for it a block of rows at a time and pack each block while it is still
+// in cache (engine/kernels/bf16_gemm.h), and so do the float tiles, which read each block where
+// it was made (engine/kernels/gemm_tiled_made.h).
 // Stored, the columns of the `make run` stem's 32 -> 32 convolution are 29 MB, written once and
 // read twice through memory every step.
 #pragma once

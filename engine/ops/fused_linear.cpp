@@ -95,10 +95,10 @@ void check_out_scale(const char* op, const Tensor& s, const detail::LinearPlan& 
 }
 
 // The forward's product on a = map(x) (a = x without a map): a made a block of rows at a time
-// as the product packs it, or rounded to bf16 first, or stored; with `kept`, also a rounded to
-// bf16 for dW, and the map's statistics. Every a made here is freed on return: the caller
-// keeps only x (and, in bf16 mode, perhaps a as bf16). `after` (a scale, a residual) is done
-// to the output, in bf16 mode as the product stores it (linear_parts.h).
+// as the product reads or packs it, or rounded to bf16 first, or stored; with `kept`, also a
+// rounded to bf16 for dW, and the map's statistics. Every a made here is freed on return: the
+// caller keeps only x (and, in bf16 mode, perhaps a as bf16). `after` (a scale, a residual) is
+// done to the output, in bf16 mode as the product stores it (linear_parts.h).
 Tensor forward_values(const Tensor& x, const InputMap* map, const Tensor& weight,
                       const Tensor& bias, const detail::AfterProduct& after,
                       const detail::LinearPlan& p, KeptForward* kept) {
@@ -106,7 +106,8 @@ Tensor forward_values(const Tensor& x, const InputMap* map, const Tensor& weight
   const bool float_rows = !kept && x.dtype() == DType::f32 && x.numel() > 0;
   const bool bf16_rows = float_rows && products_make_rows();
   Tensor out;
-  if (map && map->made_values && float_rows) {
+  if (map && map->made_values && float_rows &&
+      forward_makes_rows(p.rows, p.in_features, p.out_features)) {
     out = detail::linear_values_made(map->made_values(x.detach()), weight, bias, p, after);
   } else if (map && map->rounded_values && bf16_rows) {
     Bf16Rows rounded;  // the map's values as the product reads them: half the bytes

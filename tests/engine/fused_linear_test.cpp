@@ -113,10 +113,10 @@ std::vector<Case> cases() {
                                         in[5], in[6]);
                },
                [=](const auto& in) {
-                 return add(in[6], channel_affine(
-                                       linear(global_response_norm(gelu(in[0]), in[1], in[2], eps),
-                                              in[3], in[4]),
-                                       in[5]));
+                 return add(in[6], channel_affine(linear(global_response_norm(gelu(in[0]), in[1],
+                                                                               in[2], eps),
+                                                         in[3], in[4]),
+                                                  in[5]));
                },
                true});
   return c;
@@ -371,9 +371,8 @@ TEST_CASE("in bf16 mode layer_norm_linear keeps the normalised x as bf16, half i
 
 TEST_CASE("gelu_linear's forward never stores GELU's values where the products make rows") {
   // The product makes GELU's values a block of rows at a time as it reads them (the float
-  // tiles) or packs them (bf16 mode), where gelu(h) then linear would store them as a tensor.
-  // (fp32 products on OpenBLAS alone read them made whole into scratch, outside the tensors'
-  // count.) h is 96 KiB, the output 16 KiB.
+  // tiles) or packs them (bf16 mode); with fp32 products on OpenBLAS alone the op makes them
+  // whole first, as the op-by-op graph does. h is 96 KiB, the output 16 KiB.
   const testing::Bf16ModelWhereNeeded model;  // on a CPU without bf16 units
   Rng rng(94);
   Tensor h = randn({128, 192}, rng).set_requires_grad();
@@ -391,13 +390,11 @@ TEST_CASE("gelu_linear's forward never stores GELU's values where the products m
     const int64_t fp32 = peak_above_output(MatmulPrecision::fp32);
     INFO("peak bytes besides the output: bf16 ", bf16, ", fp32 ", fp32);
     CHECK(bf16 < h_bytes / 2);
-    if (tiles != detail::FloatTiles::none) CHECK(fp32 < h_bytes / 2);
+    if (tiles == detail::FloatTiles::none)
+      CHECK(fp32 >= h_bytes);
+    else
+      CHECK(fp32 < h_bytes / 2);
   });
-  // The op-by-op graph, for scale: it holds gelu(h).
-  const int64_t before = memory_stats().bytes_in_use;
-  reset_peak_memory();
-  Tensor y = linear(gelu(h), w, Tensor());
-  CHECK(memory_stats().peak_bytes_in_use - before - y.numel() * 4 >= h_bytes);
 }
 
 TEST_CASE("the fused linears reject misshaped or mistyped operands with the op's name") {
