@@ -2,9 +2,9 @@
 // convolution's columns, which repeat the image's values up to k x k times, or GELU's values
 // on their way into fc2 (gelu_linear's forward). Each thread makes a block of the operand's
 // rows into a buffer of its own, from the image or from h, and the tiles read the block there,
-// in cache, as they would read the stored matrix. The products cut k into the same
-// chunks and run the same tiles as gemm_tiled.h's on the stored matrix, so each element of C is
-// the same fma chain: the same bits. Internal to the tiles (engine/kernels/gemm_avx512.cpp,
+// in cache, as they would read the stored matrix. The products cut k into the same chunks and
+// run the same tiles as gemm_tiled.h's on the stored matrix, so each element of C is the same
+// fma chain: the same bits. Internal to the tiles (engine/kernels/gemm_avx512.cpp,
 // engine/kernels/gemm_avx2.cpp) and to engine/kernels/gemm_simd.cpp, which asks which shapes
 // they take.
 #pragma once
