@@ -80,14 +80,6 @@ void gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, c
                int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
                const float* start = nullptr, Bf16Tiles tiles = Bf16Tiles::best);
 
-// Takes rows [r0, r1) of a product's C once they are final, in `rows` (n floats a row), a block
-// of the product's thread that stays in cache and is not C: the pass that reads C next, made
-// before C would be written out and read back (GELU's gradient on the input gradient dY W: a
-// float C of 19.7 MB a block at dim 192 never goes to memory). r0 is even, and so is r1 except
-// at C's end; calls for disjoint rows may run at once, on the product's threads. The forwards
-// below take one too (`done`, or null): LayerScale's scale applied as their blocks are stored.
-using RowsDone = std::function<void(int64_t r0, int64_t r1, const float* rows)>;
-
 // gemm_bf16 with one operand made a block of rows at a time (engine/kernels/made_rows.h),
 // with the bits of the same product on the stored matrix:
 // C (a.rows x n) = A B^T + start, B (n x a.cols), rows ldb apart: a convolution's forward;

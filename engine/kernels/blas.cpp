@@ -247,8 +247,13 @@ void gemm_bias_rounded(const Bf16Rows& a, int64_t n, const float* b, const float
 
 void gemm_then(int64_t m, int64_t n, int64_t k, const float* a, const float* b,
                const RowsDone& done) {
-  check(products_make_rows(), "gemm_then: the product's blocks asked for outside bf16 mode");
-  gemm_bf16_then(m, n, k, a, b, done);
+  if (products_make_rows()) return gemm_bf16_then(m, n, k, a, b, done);
+  check(detail::gemm_simd_then(m, n, k, a, b, done), "gemm_then: no product here hands the rows ",
+        "of a ", m, " x ", n, " x ", k, " product over block by block (see products_hand_rows)");
+}
+
+bool products_hand_rows(int64_t m, int64_t n, int64_t k) {
+  return products_make_rows() || detail::gemm_simd_hands_rows(m, n, k);
 }
 
 void gemm_tn_sums(int64_t m, const float* a, const Bf16Rows& b, float* c, float* sums) {

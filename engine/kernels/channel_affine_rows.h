@@ -13,7 +13,7 @@ void channel_affine_rows(const T* x, const T* scale, const T* shift, T* y, int64
                          int64_t C);
 
 // The same on the calling thread: for a product that scales each block of its rows as it
-// stores them (bf16_gemm.h RowsDone).
+// stores them (made_rows.h RowsDone).
 template <class T>
 void channel_affine_block(const T* x, const T* scale, const T* shift, T* y, int64_t rows,
                           int64_t C);

@@ -52,6 +52,16 @@ void gelu_with_grad(const T* h, T* a, T* d, int64_t n, bool tanh_form) {
   gelu_values_and_slopes(h, a, n, tanh_form, [d](int64_t i, T s) { d[i] = d[i] * s; });
 }
 
+void gelu_with_grad_rows(const float* h, const float* d_rows, float* d, float* a, int64_t r0,
+                         int64_t r1, int64_t cols, bool tanh_form) {
+  for (int64_t r = r0; r < r1; ++r) {
+    const float* from = d_rows + (r - r0) * cols;
+    float* to = d + r * cols;
+    gelu_range(h + r * cols, a + r * cols, 0, cols, tanh_form,
+               [from, to](int64_t j, float s) { to[j] = from[j] * s; });
+  }
+}
+
 void gelu_with_grad_bf16_rows(const float* h, const float* d_rows, float* d, uint32_t* words,
                               int64_t r0, int64_t r1, int64_t rows, int64_t cols, bool tanh_form) {
   const int64_t ld = Bf16Rows::row_pairs_ld(cols);

@@ -17,6 +17,13 @@ void gelu_with_slope(const T* h, T* a, T* slope, int64_t n, bool tanh_form);
 template <class T>
 void gelu_with_grad(const T* h, T* a, T* d, int64_t n, bool tanh_form);
 
+// gelu_with_grad on rows [r0, r1) of `cols` columns, on the calling thread, with d's rows read
+// from `d_rows` (row r0 first) and written to d: for a product that hands it each block of d's
+// rows as it finishes them (made_rows.h RowsDone), so they are not written out and read back
+// between. d_rows may be d + r0 * cols.
+void gelu_with_grad_rows(const float* h, const float* d_rows, float* d, float* a, int64_t r0,
+                         int64_t r1, int64_t cols, bool tanh_form);
+
 // gelu_with_grad over `rows` rows of `cols`, with a's values rounded to bf16 as they are made,
 // by pairs of rows: word (p, j) = bf16_pair(a[2p][j], a[2p + 1][j]) (the second zero past an
 // odd rows) at words[p * ld + j], ld = cols rounded up to 16, the words between zero: a bf16
@@ -27,7 +34,7 @@ void gelu_with_grad_bf16(const float* h, uint32_t* words, float* d, int64_t rows
 
 // gelu_with_grad_bf16 on rows [r0, r1) of the same `rows`, on the calling thread, r0 even (a
 // pair of rows in one call), with d's rows read from `d_rows` (row r0 first) and written to d:
-// for a product that hands it each block of d's rows as it finishes them (bf16_gemm.h
+// for a product that hands it each block of d's rows as it finishes them (made_rows.h
 // RowsDone), so they are not written out and read back between. d_rows may be d + r0 * cols.
 void gelu_with_grad_bf16_rows(const float* h, const float* d_rows, float* d, uint32_t* words,
                               int64_t r0, int64_t r1, int64_t rows, int64_t cols, bool tanh_form);

@@ -118,12 +118,11 @@ __attribute__((target("avx2,fma"))) void Avx2Tiles::multiply(int64_t k, const fl
 }  // namespace
 
 const TiledProducts& avx2_products() {
-  static constexpr TiledProducts products{&tiled::product<Avx2Tiles>,
-                                          &tiled::product_tn_sums<Avx2Tiles>,
-                                          &tiled::small_product<Avx2Tiles>,
-                                          &tiled::makes_rows<Avx2Tiles>,
-                                          &tiled::product_made_a<Avx2Tiles>,
-                                          &tiled::transposed_a_product_made_b<Avx2Tiles>};
+  static constexpr TiledProducts products{
+      &tiled::product<Avx2Tiles>,        &tiled::product_tn_sums<Avx2Tiles>,
+      &tiled::small_product<Avx2Tiles>,  &tiled::makes_rows<Avx2Tiles>,
+      &tiled::product_made_a<Avx2Tiles>, &tiled::transposed_a_product_made_b<Avx2Tiles>,
+      &tiled::product_then<Avx2Tiles>};
   return products;
 }
 

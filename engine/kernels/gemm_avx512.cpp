@@ -67,12 +67,11 @@ __attribute__((target("avx512f"))) void Avx512Tiles::multiply(int64_t k, const f
 }  // namespace
 
 const TiledProducts& avx512_products() {
-  static constexpr TiledProducts products{&tiled::product<Avx512Tiles>,
-                                          &tiled::product_tn_sums<Avx512Tiles>,
-                                          &tiled::small_product<Avx512Tiles>,
-                                          &tiled::makes_rows<Avx512Tiles>,
-                                          &tiled::product_made_a<Avx512Tiles>,
-                                          &tiled::transposed_a_product_made_b<Avx512Tiles>};
+  static constexpr TiledProducts products{
+      &tiled::product<Avx512Tiles>,        &tiled::product_tn_sums<Avx512Tiles>,
+      &tiled::small_product<Avx512Tiles>,  &tiled::makes_rows<Avx512Tiles>,
+      &tiled::product_made_a<Avx512Tiles>, &tiled::transposed_a_product_made_b<Avx512Tiles>,
+      &tiled::product_then<Avx512Tiles>};
   return products;
 }
 

@@ -118,4 +118,14 @@ bool gemm_simd_tn_made(int64_t m, const float* a, const MadeRows& b, float* c) {
   return tiles && tiles->product_tn_made(m, a, b, c);
 }
 
+bool gemm_simd_hands_rows(int64_t m, int64_t n, int64_t k) {
+  return tiled_products() && tiled::made_a_fits(m, n, k);
+}
+
+bool gemm_simd_then(int64_t m, int64_t n, int64_t k, const float* a, const float* b,
+                    const RowsDone& done) {
+  const TiledProducts* tiles = tiled_products();
+  return tiles && tiles->product_then(m, n, k, a, b, done);
+}
+
 }  // namespace vg::detail

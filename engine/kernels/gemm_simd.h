@@ -11,9 +11,7 @@
 
 #include <cstdint>
 
-namespace vg {
-struct MadeRows;  // engine/kernels/made_rows.h
-}
+#include "engine/kernels/made_rows.h"
 
 namespace vg::detail {
 
@@ -67,6 +65,16 @@ bool gemm_simd_makes_a_rows(int64_t rows, int64_t cols, int64_t n);
 bool gemm_simd_made_a(const MadeRows& a, int64_t n, const float* b, const float* start, float* c);
 bool gemm_simd_tn_made(int64_t m, const float* a, const MadeRows& b, float* c);
 
+// C (m x n) = A B for row-major A (m x k) and B (k x n), as gemm_simd(false, false, ...) with
+// lda = k and ldb = ldc = n and with its bits, each block of C's rows handed to done as the
+// tiles finish it, from a buffer of the thread that made it, instead of being stored: a
+// linear's input gradient on its way through the gradient of the map before it. False
+// (touching nothing) without tiles or for a shape they do not take so; gemm_simd_hands_rows
+// says beforehand.
+bool gemm_simd_hands_rows(int64_t m, int64_t n, int64_t k);
+bool gemm_simd_then(int64_t m, int64_t n, int64_t k, const float* a, const float* b,
+                    const RowsDone& done);
+
 // One kind of tiles' products, which assume the CPU has its instructions: gemm_simd's,
 // gemm_simd_tn_sums', gemm_simd_small's without its checks, with `start` as gemm_simd takes it
 // (m, n and k positive, not both operands transposed), and the made ones above. The small
@@ -86,6 +94,8 @@ struct TiledProducts {
   bool (*product_made_a)(const MadeRows& a, int64_t n, const float* b, const float* start,
                          float* c);
   bool (*product_tn_made)(int64_t m, const float* a, const MadeRows& b, float* c);
+  bool (*product_then)(int64_t m, int64_t n, int64_t k, const float* a, const float* b,
+                       const RowsDone& done);
 };
 const TiledProducts& avx512_products();  // engine/kernels/gemm_avx512.cpp
 const TiledProducts& avx2_products();    // engine/kernels/gemm_avx2.cpp

@@ -2,7 +2,9 @@
 // convolution's columns, which repeat the image's values up to k x k times, or GELU's values
 // on their way into fc2 (gelu_linear's forward). Each thread makes a block of the operand's
 // rows into a buffer of its own, from the image or from h, and the tiles read the block there,
-// in cache, as they would read the stored matrix. The products cut k into the same chunks and
+// in cache, as they would read the stored matrix. Likewise a product whose C is handed on a
+// block of rows at a time from such a buffer, never stored (RowsDone: gelu_linear's input
+// gradient on its way through GELU's gradient). The products cut k into the same chunks and
 // run the same tiles as gemm_tiled.h's on the stored matrix, so each element of C is the same
 // fma chain: the same bits. Internal to the tiles (engine/kernels/gemm_avx512.cpp,
 // engine/kernels/gemm_avx2.cpp) and to engine/kernels/gemm_simd.cpp, which asks which shapes
@@ -37,6 +39,34 @@ bool makes_rows(int64_t rows, int64_t cols, int64_t n) {
   return made_a_fits(rows, n, cols) && made_b_fits<Tiles>(n, cols, rows);
 }
 
+// product()'s sweep where op(B) is packed whole (k up to kMaxK): the threads share C's row
+// tiles, and each runs block(ib, ie, buffer) on its tiles a block of product()'s at a time
+// (rows [ib, ie)), with a buffer of its own of buffer_cols floats a row for the block.
+template <class Tiles, class Block>
+void sweep_blocks(int64_t m, int64_t n, int64_t k, int64_t buffer_cols, Block block) {
+  constexpr int64_t kRows = Tiles::kRows;
+  const int64_t tiles = (m + kRows - 1) / kRows, block_rows = Tiles::kBlockTiles * kRows;
+  const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 17) / (kRows * n * k));
+  parallel_for(tiles, grain, [&](int64_t t0, int64_t t1) {
+    thread_local kernels::CacheLineVector<float> buffer;  // grown once per shape, then reused
+    kernels::grow(buffer, block_rows * buffer_cols);
+    const int64_t i1 = std::min(m, t1 * kRows);
+    for (int64_t ib = t0 * kRows; ib < i1; ib += block_rows)
+      block(ib, std::min(i1, ib + block_rows), buffer.data());
+  });
+}
+
+// `rows` rows of C (ldc apart) = the same rows of A (lda apart) times the packed op(B) (k x n),
+// all of k's chunks in order (see kChunk), each chain started from start or zero.
+template <class Tiles>
+void rows_of_c(int64_t rows, int64_t n, int64_t k, const float* a, int64_t lda,
+               const PackedB<Tiles>& packed, const float* start, float* c, int64_t ldc) {
+  const int64_t panels = (n + PackedB<Tiles>::kWidth - 1) / PackedB<Tiles>::kWidth;
+  for (int64_t p = 0; p < k; p += kChunk)
+    part_of_c<Tiles, false>(0, rows, 0, panels, n, std::min(kChunk, k - p), 1.0f, a + p, lda,
+                            packed, p, p == 0 ? 0.0f : 1.0f, p == 0 ? start : nullptr, c, ldc);
+}
+
 // C (a.rows x n) = A B^T + start in every row, B (n x a.cols), start (n) or null: product()'s
 // route for gemm_bias, with op(B) packed whole, so for a k up to kMaxK. Each thread makes the
 // rows of A a block at a time (the blocks product() sweeps) and runs all of k's chunks on the
@@ -46,25 +76,30 @@ template <class Tiles>
 bool product_made_a(const MadeRows& a, int64_t n, const float* b, const float* start, float* c) {
   const int64_t m = a.rows, k = a.cols;
   if (!made_a_fits(m, n, k)) return false;
-  constexpr int64_t kRows = Tiles::kRows, kWidth = PackedB<Tiles>::kWidth;
-  const int64_t panels = (n + kWidth - 1) / kWidth, tiles = (m + kRows - 1) / kRows;
   thread_local PackedB<Tiles> packed_here;
   const PackedB<Tiles>& packed = packed_here;  // the caller's, read by every thread
   packed_here.pack(true, 0, k, n, b, k);
-  const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 17) / (kRows * n * k));
-  const int64_t block_rows = Tiles::kBlockTiles * kRows;
-  parallel_for(tiles, grain, [&](int64_t t0, int64_t t1) {
-    thread_local kernels::CacheLineVector<float> rows;  // this thread's block of A
-    kernels::grow(rows, block_rows * k);
-    const int64_t i1 = std::min(m, t1 * kRows);
-    for (int64_t ib = t0 * kRows; ib < i1; ib += block_rows) {
-      const int64_t ie = std::min(i1, ib + block_rows);
-      a.fill(ib, ie, 0, k, rows.data());
-      for (int64_t p = 0; p < k; p += kChunk)  // see kChunk
-        part_of_c<Tiles, false>(0, ie - ib, 0, panels, n, std::min(kChunk, k - p), 1.0f,
-                                rows.data() + p, k, packed, p, p == 0 ? 0.0f : 1.0f,
-                                p == 0 ? start : nullptr, c + ib * n, n);
-    }
+  sweep_blocks<Tiles>(m, n, k, k, [&](int64_t ib, int64_t ie, float* rows) {  // a block of A
+    a.fill(ib, ie, 0, k, rows);
+    rows_of_c<Tiles>(ie - ib, n, k, rows, k, packed, start, c + ib * n, n);
+  });
+  return true;
+}
+
+// C (m x n) = A B for row-major A (m x k) and B (k x n), each block of C's rows (the blocks
+// product() sweeps) made by the tiles in a buffer of the thread's own and handed to done there,
+// in cache: product()'s route with op(B) packed whole, so for a k up to kMaxK, and its bits.
+// False (touching nothing) for a shape product() would not take whole.
+template <class Tiles>
+bool product_then(int64_t m, int64_t n, int64_t k, const float* a, const float* b,
+                  const RowsDone& done) {
+  if (!made_a_fits(m, n, k)) return false;
+  thread_local PackedB<Tiles> packed_here;
+  const PackedB<Tiles>& packed = packed_here;  // the caller's, read by every thread
+  packed_here.pack(false, 0, k, n, b, n);
+  sweep_blocks<Tiles>(m, n, k, n, [&](int64_t ib, int64_t ie, float* rows) {  // a block of C
+    rows_of_c<Tiles>(ie - ib, n, k, a + ib * k, k, packed, nullptr, rows, n);
+    done(ib, ie, rows);
   });
   return true;
 }

@@ -1,5 +1,5 @@
 // A block's residual add after LayerScale, y = residual + x * scale, for a product that makes it
-// as it stores each block of its rows (bf16_gemm.h RowsDone): the bits of channel_affine then
+// as it stores each block of its rows (made_rows.h RowsDone): the bits of channel_affine then
 // add, run one after the other. So x * scale is rounded to float before the sum: this file is
 // built with -ffp-contract=off (CMakeLists.txt), where GCC would otherwise fuse the two into one
 // fma, by default even across statements.

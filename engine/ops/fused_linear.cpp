@@ -9,13 +9,14 @@
 // kept instead, as dW's product reads them: rounded to bf16, half a float input's bytes, and
 // backward makes nothing again (the same bits: they are the values backward would make); so
 // has a linear without a map (scaled_linear), whose float input is then not held. GELU's
-// values, which backward makes again, the bf16 forward's product makes a block of rows at a
-// time as it packs them (kernels/made_rows.h): never stored, with the same bits; backward's
-// pass writes them rounded to bf16, as dW's product reads them, and takes da = dy W a block of
-// rows at a time from the product that makes it (kernels/bf16_gemm.h RowsDone): da is never
-// stored either. GRN's output, which needs a whole sample's statistics before its first value,
-// the bf16 forward writes rounded to bf16 as the product would pack it, half the floats'
-// bytes, and the product takes those words as A.
+// values, which backward makes again, the forward's product makes a block of rows at a time as
+// it reads or packs them (kernels/made_rows.h): never stored, with the same bits. Backward's
+// pass writes them (in bf16 mode rounded to bf16, as dW's product reads them) and takes
+// da = dy W a block of rows at a time from the product that makes it (kernels/made_rows.h
+// RowsDone): da is never stored either. Both routes run where the float tiles run and in bf16
+// mode. GRN's output, which needs a whole sample's statistics before its first value, the bf16
+// forward writes rounded to bf16 as the product would pack it, half the floats' bytes, and the
+// product takes those words as A.
 //
 // Optionally a per-channel scale s (LayerScale) follows the product: y = s * (a W^T + b).
 // Op by op, LayerScale would keep the product for ds = sum_rows dy * (a W^T + b); here ds
@@ -32,6 +33,7 @@
 
 #include "engine/autograd/autograd.h"
 #include "engine/kernels/bf16_gemm.h"
+#include "engine/kernels/blas.h"
 #include "engine/kernels/row_scale.h"
 #include "engine/ops/fused_linear_map.h"
 #include "engine/ops/linear_parts.h"
@@ -203,13 +205,16 @@ struct FusedLinearBackward {
   }
 
   // The map's values made by the pass that makes its gradient (GELU), rounded to bf16 in bf16
-  // mode as dW's product reads them; there, where the map offers it, on each block of da's
-  // rows as the product finishes it.
+  // mode as dW's product reads them; where the map offers it and the products hand da's rows
+  // over (bf16 mode, and fp32 on the float tiles), on each block of them as the product
+  // finishes it.
   void values_with_grads(Pass& pass) const {
     Tensor a;
     Bf16Rows rounded;
     const bool round = detail::keeps_bf16_input(xs);
-    if (round && map.grads_by_rows) return grads_in_product(pass);
+    if (map.grads_by_rows && xs.dtype() == DType::f32 &&
+        products_hand_rows(rows, in_features, out_features))
+      return grads_in_product(pass, round);
     const std::vector<Tensor> dmap =
         map.values_and_grads(xs, input_grad(pass), need_map(), a, round ? &rounded : nullptr);
     if (round)
@@ -220,12 +225,16 @@ struct FusedLinearBackward {
   }
 
   // The same with the map's pass run on each block of da's rows as its product finishes them.
-  void grads_in_product(Pass& pass) const {
-    Bf16Rows rounded = make_bf16_rows(rows, in_features, /*row_pairs=*/true);
+  void grads_in_product(Pass& pass, bool round) const {
+    Bf16Rows rounded = round ? make_bf16_rows(rows, in_features, /*row_pairs=*/true) : Bf16Rows();
+    Tensor a = round ? Tensor() : Tensor::empty(x_shape, DType::f32);
     Tensor dh = Tensor::empty(x_shape, DType::f32);
     detail::input_product_then(pass.dy, scaled() ? scaled_weight(ws, ss) : ws,
-                               map.grads_by_rows(xs, dh, rounded));
-    weight_grads(pass, rounded);
+                               map.grads_by_rows(xs, dh, a, round ? &rounded : nullptr));
+    if (round)
+      weight_grads(pass, rounded);
+    else
+      weight_grads(pass, a);
     pass.grads[0] = dh;
   }
 

@@ -38,12 +38,13 @@ struct InputMap {
   std::function<std::vector<Tensor>(const Tensor& x, const Tensor& da,
                                     const std::vector<bool>& need, Tensor& a, Bf16Rows* rounded)>
       values_and_grads;
-  // Optional, for a map of one element at a time without params (GELU), in bf16 mode:
-  // values_and_grads as a pass that da's product hands each block of da's rows as it
-  // finishes them (kernels/bf16_gemm.h RowsDone), writing dx and the values rounded into
-  // `rounded` (by pairs of rows, made by the caller), with values_and_grads' bits. da is never
-  // stored: at dim 192 its 19.7 MB of floats a block are not written out and read back.
-  std::function<RowsDone(const Tensor& x, Tensor& dx, Bf16Rows& rounded)> grads_by_rows;
+  // Optional, for a map of one element at a time without params (GELU): values_and_grads as a
+  // pass that da's product hands each block of da's rows as it finishes them
+  // (kernels/made_rows.h RowsDone), writing dx, and the values into `a` or, with `rounded`
+  // (bf16 mode; by pairs of rows), rounded into it; dx, a and rounded are made by the caller.
+  // The bits of values_and_grads; da is never stored: at dim 192 its 19.7 MB of floats a block
+  // are not written out and read back.
+  std::function<RowsDone(const Tensor& x, Tensor& dx, Tensor& a, Bf16Rows* rounded)> grads_by_rows;
   // Whether `grads` needs only what `values` left in the forward (statistics), not the values
   // themselves: LayerNorm's and an affine's. In bf16 mode such a map's linear keeps its input
   // rounded to bf16 for dW, and backward makes nothing again.

@@ -81,15 +81,21 @@ InputMap gelu_map(GeluApprox approx) {
     add_gelu_flops(h, approx);
     return std::vector<Tensor>{need[0] ? dh : Tensor()};
   };
-  m.grads_by_rows = [approx](const Tensor& h, Tensor& dh, Bf16Rows& rounded) {
+  m.grads_by_rows = [approx](const Tensor& h, Tensor& dh, Tensor& a, Bf16Rows* rounded) {
     const int64_t cols = h.size(-1), rows = h.numel() / std::max<int64_t>(cols, 1);
     const bool tanh_form = approx != GeluApprox::none;
     const float* x = h.data<float>();
     float* d = dh.data<float>();
-    uint32_t* words = rounded.words();
     add_gelu_flops(h, approx);
+    if (rounded) {
+      uint32_t* words = rounded->words();
+      return RowsDone([=](int64_t r0, int64_t r1, const float* da_rows) {
+        kernels::gelu_with_grad_bf16_rows(x, da_rows, d, words, r0, r1, rows, cols, tanh_form);
+      });
+    }
+    float* values = a.data<float>();
     return RowsDone([=](int64_t r0, int64_t r1, const float* da_rows) {
-      kernels::gelu_with_grad_bf16_rows(x, da_rows, d, words, r0, r1, rows, cols, tanh_form);
+      kernels::gelu_with_grad_rows(x, da_rows, d, values, r0, r1, cols, tanh_form);
     });
   };
   m.made_values = [approx](const Tensor& h) {  // h outlives the rows: the forward holds it

@@ -24,7 +24,7 @@ LinearPlan plan_linear(const char* op, const char* input, const Tensor& x, const
 // What a fused linear does to its product y = x W^T + b before it returns it, each optional:
 // y times a scale per column (LayerScale), with channel_affine's bits and FLOPs, then a residual
 // (of y's shape) plus that, with add's. Where x is kept in bf16 (and in the two forms below, in
-// bf16 mode), the product does it to each block of rows as it stores them (kernels/bf16_gemm.h
+// bf16 mode), the product does it to each block of rows as it stores them (kernels/made_rows.h
 // RowsDone), so y itself is never stored; otherwise passes after the product.
 struct AfterProduct {
   Tensor scale, residual;
@@ -59,9 +59,9 @@ Tensor weight_product(const Tensor& dy, const Tensor& a, Tensor* col);
 Tensor weight_product(const Tensor& dy, const Bf16Rows& a, Tensor* col);
 
 // da = dy w for dy (rows, out) and w (out, in), with its FLOPs, each block of da's rows handed
-// to done (kernels/bf16_gemm.h RowsDone) as the product finishes it, in cache, and da never
+// to done (kernels/made_rows.h RowsDone) as the product finishes it, in cache, and da never
 // stored: a linear's input gradient passed through its map's gradient on the way. Needs
-// products_make_rows() (bf16 mode).
+// products_hand_rows(rows, in, out) (kernels/blas.h).
 void input_product_then(const Tensor& dy, const Tensor& w, const RowsDone& done);
 
 // {x, weight, bias}, or {x, weight} without a bias: the inputs `linear` records.

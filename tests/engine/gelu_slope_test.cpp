@@ -78,6 +78,35 @@ TEST_CASE("gelu_block has the bits of gelu_with_slope, with and without the slop
   }
 }
 
+TEST_CASE("gelu_with_grad_rows has gelu_with_grad's bits, da's rows read from a block apart") {
+  // Rows [r0, r1) of a block handed over as a product would: da's rows from a buffer of their
+  // own, dh and a written at the block's place in the whole; the rows around it left alone.
+  Rng rng(7);
+  const int64_t rows = 50, cols = 97, r0 = 12, r1 = 30, n = rows * cols;
+  std::vector<float> h(n), d(n);
+  for (float& v : h) v = float(3 * rng.normal());
+  for (float& v : d) v = float(rng.normal());
+  for (bool tanh_form : {false, true}) {
+    INFO("tanh form: ", tanh_form);
+    std::vector<float> a(n), d_whole = d;
+    kernels::gelu_with_grad(h.data(), a.data(), d_whole.data(), n, tanh_form);
+    const std::vector<float> block(d.begin() + r0 * cols, d.begin() + r1 * cols);
+    std::vector<float> a_rows(n, -7.0f), d_rows(n, -7.0f);
+    kernels::gelu_with_grad_rows(h.data(), block.data(), d_rows.data(), a_rows.data(), r0, r1, cols,
+                                 tanh_form);
+    int64_t wrong = 0, touched = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const bool inside = i >= r0 * cols && i < r1 * cols;
+      if (inside)
+        wrong += a_rows[i] != a[i] || d_rows[i] != d_whole[i];
+      else
+        touched += a_rows[i] != -7.0f || d_rows[i] != -7.0f;
+    }
+    CHECK(wrong == 0);
+    CHECK(touched == 0);
+  }
+}
+
 TEST_CASE("gelu_with_grad_bf16 has gelu_with_grad's bits, its values rounded by pairs of rows") {
   // An odd count of rows (the last pair's second halves zero) and an even one, columns that do
   // and do not fill the 16-word rows (the words between zero), over more rows than one thread's

@@ -1,6 +1,7 @@
-// A bf16 product that hands each block of C's rows to a pass as it finishes them, instead of
-// storing C (engine/kernels/bf16_gemm.h gemm_bf16_then, RowsDone): the product's bits, every
-// row handed over once, in blocks that start on a pair of rows.
+// A product that hands each block of C's rows to a pass as it finishes them, instead of storing
+// C (engine/kernels/made_rows.h RowsDone; bf16_gemm.h gemm_bf16_then, and the float tiles'
+// product in fp32): the product's bits, every row handed over once, in blocks that start on a
+// pair of rows.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include "engine/kernels/matmul_precision.h"
 #include "tests/engine/bf16_tiles_helpers.h"
 #include "tests/engine/bits_helpers.h"
+#include "tests/engine/float_tiles_helpers.h"
 
 using namespace vg;
 using vg::testing::random_floats;
@@ -49,6 +51,14 @@ RowsDone record_into(int64_t n, Seen& seen) {
   };
 }
 
+// How many rows `seen` was handed exactly once; every block's first row is checked even.
+int64_t rows_handed_once(const Seen& seen) {
+  int64_t once = 0;
+  for (const auto& n : seen.times) once += n.load() == 1;
+  for (const int64_t r0 : seen.firsts) CHECK(r0 % 2 == 0);
+  return once;
+}
+
 }  // namespace
 
 TEST_CASE("gemm_bf16_then hands each finished block of C's rows over once, with C's bits") {
@@ -69,10 +79,7 @@ TEST_CASE("gemm_bf16_then hands each finished block of C's rows over once, with 
         Seen seen(s.m, s.n);
         gemm_bf16_then(s.m, s.n, s.k, a.data(), b.data(), record_into(s.n, seen), tiles);
         CHECK(same_bits(seen.rows, c));
-        int64_t passed_once = 0;
-        for (const auto& n : seen.times) passed_once += n.load() == 1;
-        CHECK(passed_once == s.m);
-        for (const int64_t r0 : seen.firsts) CHECK(r0 % 2 == 0);
+        CHECK(rows_handed_once(seen) == s.m);
       }
   set_num_threads(threads);
 }
@@ -96,9 +103,7 @@ TEST_CASE("the bf16 forwards hand finished blocks of C's rows over once, with C'
         const RowsDone done = record_into(s.n, seen);
         run(&done);
         CHECK(same_bits(seen.rows, c));
-        int64_t handed_once = 0;
-        for (const auto& n : seen.times) handed_once += n.load() == 1;
-        CHECK(handed_once == s.m);
+        CHECK(rows_handed_once(seen) == s.m);
       };
       check_handed("kept", [&](const RowsDone* done) {
         Bf16Rows kept;
@@ -123,21 +128,52 @@ TEST_CASE("the bf16 forwards hand finished blocks of C's rows over once, with C'
     }
 }
 
-TEST_CASE("gemm_then runs in bf16 mode only, with one clear error outside it") {
+TEST_CASE(
+    "gemm_then hands rows over in bf16 mode and on the float tiles, one clear error elsewhere") {
+  // In fp32, on each kind of float tiles: blocks of 48 (AVX2) or 96 rows (AVX-512) and a last
+  // short one, k in one chunk of 256 and in three (the last short), C one panel wide and
+  // several; each time with the stored product's bits. Too few rows for the tiles (40), or
+  // OpenBLAS alone, and gemm_then refuses, as products_hand_rows said beforehand.
+  const Shape3 taken[] = {{700, 96, 40}, {97, 768, 192}, {131, 16, 600}}, refused = {40, 96, 40};
+  const int threads = num_threads();
+  testing::for_each_float_tiles([&](detail::FloatTiles tiles) {
+    const MatmulPrecisionGuard fp32(MatmulPrecision::fp32);
+    for (const Shape3 s : taken)
+      for (int t : {1, 2}) {
+        INFO("m ", s.m, " n ", s.n, " k ", s.k, ", threads ", t);
+        set_num_threads(t);
+        Rng rng(uint64_t(s.m * 3 + s.n + s.k));
+        const auto a = random_floats(s.m * s.k, rng), b = random_floats(s.k * s.n, rng);
+        std::vector<float> c(s.m * s.n);
+        gemm(false, false, s.m, s.n, s.k, 1.0f, a.data(), s.k, b.data(), s.n, 0.0f, c.data(), s.n);
+        const bool hands = tiles != detail::FloatTiles::none;
+        CHECK(products_hand_rows(s.m, s.n, s.k) == hands);
+        if (!hands) continue;
+        Seen seen(s.m, s.n);
+        gemm_then(s.m, s.n, s.k, a.data(), b.data(), record_into(s.n, seen));
+        CHECK(same_bits(seen.rows, c));
+        CHECK(rows_handed_once(seen) == s.m);
+      }
+    set_num_threads(threads);
+    const std::vector<float> a(refused.m * refused.k), b(refused.k * refused.n);
+    CHECK_FALSE(products_hand_rows(refused.m, refused.n, refused.k));
+    CHECK_THROWS_WITH_AS(gemm_then(refused.m, refused.n, refused.k, a.data(), b.data(),
+                                   [](int64_t, int64_t, const float*) {}),
+                         doctest::Contains("gemm_then: no product here hands the rows of a 40 x "
+                                           "96 x 40 product over block by block"),
+                         Error);
+  });
+  // In bf16 mode every shape, the small one too.
   const testing::Bf16ModelWhereNeeded model;  // bf16 on a CPU without bf16 units too
+  const MatmulPrecisionGuard amp(MatmulPrecision::bf16);
   Rng rng(3);
-  const int64_t m = 64, n = 32, k = 48;
+  const int64_t m = refused.m, n = refused.n, k = refused.k;
   const auto a = random_floats(m * k, rng), b = random_floats(k * n, rng);
   std::vector<float> expected(m * n);
   Seen seen(m, n);
-  {
-    const MatmulPrecisionGuard amp(MatmulPrecision::bf16);
-    gemm(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, expected.data(), n);
-    gemm_then(m, n, k, a.data(), b.data(), record_into(n, seen));
-  }
+  CHECK(products_hand_rows(m, n, k));
+  gemm(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, expected.data(), n);
+  gemm_then(m, n, k, a.data(), b.data(), record_into(n, seen));
   CHECK(same_bits(seen.rows, expected));
-  const MatmulPrecisionGuard fp32(MatmulPrecision::fp32);
-  CHECK_THROWS_WITH_AS(
-      gemm_then(m, n, k, a.data(), b.data(), [](int64_t, int64_t, const float*) {}),
-      doctest::Contains("gemm_then: the product's blocks asked for outside bf16 mode"), Error);
+  CHECK(rows_handed_once(seen) == m);
 }
