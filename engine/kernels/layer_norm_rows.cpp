@@ -29,6 +29,18 @@ void with_weight(const T* w, Body body) {
 // the block sums are added in block order: the same bits at any thread count.
 constexpr int64_t kLayerNormBlocks = 32;
 
+// One row's values from its mean and rstd.
+template <class T>
+void normalised_row(const T* x, const T* w, const T* b, double mean, double rstd, T* y, int64_t C) {
+  with_weight(w, [&](auto weight) {
+    if (b) {
+      for (int64_t c = 0; c < C; ++c) y[c] = T((x[c] - mean) * rstd * weight(c) + double(b[c]));
+    } else {
+      for (int64_t c = 0; c < C; ++c) y[c] = T((x[c] - mean) * rstd * weight(c));
+    }
+  });
+}
+
 }  // namespace
 
 template <class T>
@@ -43,14 +55,7 @@ void layer_norm_rows_generic(const T* x, const T* w, const T* b, double eps, T* 
       return d * d;
     });
     const double rstd = 1.0 / std::sqrt(var / double(C) + eps);
-    with_weight(w, [&](auto weight) {
-      if (b) {
-        for (int64_t c = 0; c < C; ++c)
-          yi[c] = T((xi[c] - mean) * rstd * weight(c) + double(b[c]));
-      } else {
-        for (int64_t c = 0; c < C; ++c) yi[c] = T((xi[c] - mean) * rstd * weight(c));
-      }
-    });
+    normalised_row(xi, w, b, mean, rstd, yi, C);
     stats[2 * i] = mean;
     stats[2 * i + 1] = rstd;
   }
@@ -67,6 +72,27 @@ void layer_norm_rows(const T* x, const T* w, const T* b, double eps, T* y, doubl
       detail::layer_norm_rows_avx2(x + i0 * C, w, b, eps, y + i0 * C, stats + 2 * i0, i1 - i0, C);
     else
       layer_norm_rows_generic(x + i0 * C, w, b, eps, y + i0 * C, stats + 2 * i0, i1 - i0, C);
+  });
+}
+
+template <class T>
+void layer_norm_apply_rows_generic(const T* x, const T* w, const T* b, const double* stats, T* y,
+                                   int64_t rows, int64_t C) {
+  for (int64_t i = 0; i < rows; ++i)
+    normalised_row(x + i * C, w, b, stats[2 * i], stats[2 * i + 1], y + i * C, C);
+}
+
+template <class T>
+void layer_norm_apply_rows(const T* x, const T* w, const T* b, const double* stats, T* y,
+                           int64_t rows, int64_t C) {
+  parallel_for(rows, vec::row_grain(C), [&](int64_t i0, int64_t i1) {
+    const int64_t at = i0 * C;
+    if constexpr (std::is_same_v<T, float> && detail::kLayerNormRowsAvx512)
+      detail::layer_norm_apply_rows_avx512(x + at, w, b, stats + 2 * i0, y + at, i1 - i0, C);
+    else if constexpr (std::is_same_v<T, float> && detail::kLayerNormRowsAvx2)
+      detail::layer_norm_apply_rows_avx2(x + at, w, b, stats + 2 * i0, y + at, i1 - i0, C);
+    else
+      layer_norm_apply_rows_generic(x + at, w, b, stats + 2 * i0, y + at, i1 - i0, C);
   });
 }
 
@@ -177,16 +203,20 @@ void layer_norm_backward_rows_reference(const T* x, const T* w, const double* st
   }
 }
 
-#define VG_LAYER_NORM_ROWS(T)                                                                 \
-  template void layer_norm_rows_generic(const T*, const T*, const T*, double, T*, double*,     \
-                                        int64_t, int64_t);                                     \
-  template void layer_norm_rows(const T*, const T*, const T*, double, T*, double*, int64_t,     \
-                                int64_t);                                                      \
-  template void layer_norm_backward_rows(const T*, const T*, const double*, const T*, T*, T*,  \
-                                         T*, int64_t, int64_t, bool);                          \
-  template void layer_norm_rows_reference(const T*, const T*, const T*, double, T*, double*,   \
-                                          int64_t, int64_t);                                   \
-  template void layer_norm_backward_rows_reference(const T*, const T*, const double*, const T*, \
+#define VG_LAYER_NORM_ROWS(T)                                                                     \
+  template void layer_norm_rows_generic(const T*, const T*, const T*, double, T*, double*,        \
+                                        int64_t, int64_t);                                        \
+  template void layer_norm_rows(const T*, const T*, const T*, double, T*, double*, int64_t,       \
+                                int64_t);                                                         \
+  template void layer_norm_apply_rows_generic(const T*, const T*, const T*, const double*, T*,    \
+                                              int64_t, int64_t);                                  \
+  template void layer_norm_apply_rows(const T*, const T*, const T*, const double*, T*, int64_t,   \
+                                      int64_t);                                                   \
+  template void layer_norm_backward_rows(const T*, const T*, const double*, const T*, T*, T*, T*, \
+                                         int64_t, int64_t, bool);                                 \
+  template void layer_norm_rows_reference(const T*, const T*, const T*, double, T*, double*,      \
+                                          int64_t, int64_t);                                      \
+  template void layer_norm_backward_rows_reference(const T*, const T*, const double*, const T*,   \
                                                    T*, T*, T*, int64_t, int64_t);
 VG_LAYER_NORM_ROWS(float)
 VG_LAYER_NORM_ROWS(double)

@@ -12,12 +12,22 @@ template <class T>
 void layer_norm_rows(const T* x, const T* w, const T* b, double eps, T* y, double* stats,
                      int64_t rows, int64_t C);
 
-// layer_norm_rows' generic loops on the calling thread, one row at a time: where the build has
-// AVX-512 or AVX2 with fmas, float rows take kernels/layer_norm_rows_avx512.h or
-// kernels/layer_norm_rows_avx2.h instead, which must give these bits (the tests compare them).
+// layer_norm_rows' values again from the stats it left: its last pass alone, with its bits,
+// for a backward that needs the values once more but not the sums that made the stats.
+template <class T>
+void layer_norm_apply_rows(const T* x, const T* w, const T* b, const double* stats, T* y,
+                           int64_t rows, int64_t C);
+
+// layer_norm_rows' and layer_norm_apply_rows' generic loops on the calling thread, one row at
+// a time: where the build has AVX-512 or AVX2 with fmas, float rows take
+// kernels/layer_norm_rows_avx512.h or kernels/layer_norm_rows_avx2.h instead, which must give
+// these bits (the tests compare them).
 template <class T>
 void layer_norm_rows_generic(const T* x, const T* w, const T* b, double eps, T* y, double* stats,
                              int64_t rows, int64_t C);
+template <class T>
+void layer_norm_apply_rows_generic(const T* x, const T* w, const T* b, const double* stats, T* y,
+                                   int64_t rows, int64_t C);
 
 // g = dy * w; dx = rstd * (g - mean(g) - xhat * mean(g * xhat)); dw = sum_rows dy * xhat;
 // db = sum_rows dy. dx, dw and db may each be null (not needed). The rows are cut into 32

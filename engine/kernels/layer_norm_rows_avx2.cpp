@@ -52,10 +52,37 @@ double combine(const Eight& sum) {
   return (pairs[0] + pairs[1]) + (pairs[2] + pairs[3]);
 }
 
+// One row's values from its mean and rstd: ((x - mean) rstd) w + b as one fma (without a
+// weight, (x - mean) rstd + b), as GCC contracts the generic loops.
+void normalised_row(const float* x, const float* w, const float* b, double mean, double rstd,
+                    float* y, int64_t C) {
+  const __m256d centre = _mm256_set1_pd(mean), scale = _mm256_set1_pd(rstd);
+  for (int64_t c = 0; c < C; c += 8) {
+    const Eight v = widened(x + c, C - c);
+    const Eight wv = w ? widened(w + c, C - c) : Eight{}, bv = b ? widened(b + c, C - c) : Eight{};
+    for (int h = 0; h < 2; ++h) {
+      const __m256d centred = _mm256_sub_pd(h ? v.high : v.low, centre);
+      const __m256d wh = h ? wv.high : wv.low, bh = h ? bv.high : bv.low;
+      __m256d out;
+      if (w && b)
+        out = _mm256_fmadd_pd(_mm256_mul_pd(centred, scale), wh, bh);
+      else if (w)
+        out = _mm256_mul_pd(_mm256_mul_pd(centred, scale), wh);
+      else if (b)
+        out = _mm256_fmadd_pd(centred, scale, bh);
+      else
+        out = _mm256_mul_pd(centred, scale);
+      if (C - c >= 8)
+        _mm_storeu_ps(y + c + 4 * h, _mm256_cvtpd_ps(out));
+      else
+        _mm_maskstore_ps(y + c + 4 * h, lanes_below(C - c - 4 * h), _mm256_cvtpd_ps(out));
+    }
+  }
+}
+
 // Rows [0, R) from x, C apart: (mean, rstd) into stats, values into y. Element c of a row is
 // added to lane c % 8 of its sums, as row_sum does; the variance's terms (x - mean)^2 go in as
-// one fma each, and the values are ((x - mean) rstd) w + b as one fma (without a weight,
-// (x - mean) rstd + b), as GCC contracts the generic loops.
+// one fma each, and the values are normalised_row's.
 template <int R>
 void normalise_rows(const float* x, const float* w, const float* b, double eps, float* y,
                     double* stats, int64_t C) {
@@ -84,30 +111,7 @@ void normalise_rows(const float* x, const float* w, const float* b, double eps, 
     }
   for (int r = 0; r < R; ++r) {
     const double rstd = 1.0 / std::sqrt(combine(sums[r]) / double(C) + eps);
-    const __m256d scale = _mm256_set1_pd(rstd);
-    for (int64_t c = 0; c < C; c += 8) {
-      const Eight v = widened(x + r * C + c, C - c);
-      const Eight wv = w ? widened(w + c, C - c) : Eight{},
-                  bv = b ? widened(b + c, C - c) : Eight{};
-      for (int h = 0; h < 2; ++h) {
-        const __m256d centred = _mm256_sub_pd(h ? v.high : v.low, means[r]);
-        const __m256d wh = h ? wv.high : wv.low, bh = h ? bv.high : bv.low;
-        __m256d out;
-        if (w && b)
-          out = _mm256_fmadd_pd(_mm256_mul_pd(centred, scale), wh, bh);
-        else if (w)
-          out = _mm256_mul_pd(_mm256_mul_pd(centred, scale), wh);
-        else if (b)
-          out = _mm256_fmadd_pd(centred, scale, bh);
-        else
-          out = _mm256_mul_pd(centred, scale);
-        float* to = y + r * C + c + 4 * h;
-        if (C - c >= 8)
-          _mm_storeu_ps(to, _mm256_cvtpd_ps(out));
-        else
-          _mm_maskstore_ps(to, lanes_below(C - c - 4 * h), _mm256_cvtpd_ps(out));
-      }
-    }
+    normalised_row(x + r * C, w, b, mean[r], rstd, y + r * C, C);
     stats[2 * r] = mean[r];
     stats[2 * r + 1] = rstd;
   }
@@ -125,6 +129,12 @@ void layer_norm_rows_avx2(const float* x, const float* w, const float* b, double
   for (; i + kRowsAtOnce <= rows; i += kRowsAtOnce)
     normalise_rows<kRowsAtOnce>(x + i * C, w, b, eps, y + i * C, stats + 2 * i, C);
   for (; i < rows; ++i) normalise_rows<1>(x + i * C, w, b, eps, y + i * C, stats + 2 * i, C);
+}
+
+void layer_norm_apply_rows_avx2(const float* x, const float* w, const float* b, const double* stats,
+                                float* y, int64_t rows, int64_t C) {
+  for (int64_t i = 0; i < rows; ++i)
+    normalised_row(x + i * C, w, b, stats[2 * i], stats[2 * i + 1], y + i * C, C);
 }
 
 }  // namespace vg::detail

@@ -24,10 +24,31 @@ __m512d widened(const float* x, __mmask8 lanes) {
   return _mm512_cvtps_pd(lanes == 0xFF ? _mm256_loadu_ps(x) : _mm256_maskz_loadu_ps(lanes, x));
 }
 
+// One row's values from its mean and rstd: ((x - mean) rstd) w + b as one fma (without a
+// weight, (x - mean) rstd + b), as GCC contracts the generic loops.
+void normalised_row(const float* x, const float* w, const float* b, double mean, double rstd,
+                    float* y, int64_t C) {
+  const __m512d centre = _mm512_set1_pd(mean), scale = _mm512_set1_pd(rstd);
+  for (int64_t c = 0; c < C; c += 8) {
+    const __mmask8 lanes = lanes_from(c, C);
+    const __m512d centred = _mm512_sub_pd(widened(x + c, lanes), centre);
+    __m512d v;
+    if (w && b)
+      v = _mm512_fmadd_pd(_mm512_mul_pd(centred, scale), widened(w + c, lanes),
+                          widened(b + c, lanes));
+    else if (w)
+      v = _mm512_mul_pd(_mm512_mul_pd(centred, scale), widened(w + c, lanes));
+    else if (b)
+      v = _mm512_fmadd_pd(centred, scale, widened(b + c, lanes));
+    else
+      v = _mm512_mul_pd(centred, scale);
+    _mm256_mask_storeu_ps(y + c, lanes, _mm512_cvtpd_ps(v));
+  }
+}
+
 // Rows [0, R) from x, C apart: (mean, rstd) into stats, values into y. Element c of a row is
 // added to lane c % 8 of its sums, as row_sum does; the variance's terms (x - mean)^2 go in as
-// one fma each, and the values are ((x - mean) rstd) w + b as one fma (without a weight,
-// (x - mean) rstd + b), as GCC contracts the generic loops.
+// one fma each, and the values are normalised_row's.
 template <int R>
 void normalise_rows(const float* x, const float* w, const float* b, double eps, float* y,
                     double* stats, int64_t C) {
@@ -54,22 +75,7 @@ void normalise_rows(const float* x, const float* w, const float* b, double eps, 
   }
   for (int r = 0; r < R; ++r) {
     const double rstd = 1.0 / std::sqrt(vec::combine_sum_lanes(sums[r]) / double(C) + eps);
-    const __m512d scale = _mm512_set1_pd(rstd);
-    for (int64_t c = 0; c < C; c += 8) {
-      const __mmask8 lanes = lanes_from(c, C);
-      const __m512d centred = _mm512_sub_pd(widened(x + r * C + c, lanes), means[r]);
-      __m512d v;
-      if (w && b)
-        v = _mm512_fmadd_pd(_mm512_mul_pd(centred, scale), widened(w + c, lanes),
-                            widened(b + c, lanes));
-      else if (w)
-        v = _mm512_mul_pd(_mm512_mul_pd(centred, scale), widened(w + c, lanes));
-      else if (b)
-        v = _mm512_fmadd_pd(centred, scale, widened(b + c, lanes));
-      else
-        v = _mm512_mul_pd(centred, scale);
-      _mm256_mask_storeu_ps(y + r * C + c, lanes, _mm512_cvtpd_ps(v));
-    }
+    normalised_row(x + r * C, w, b, mean[r], rstd, y + r * C, C);
     stats[2 * r] = mean[r];
     stats[2 * r + 1] = rstd;
   }
@@ -87,6 +93,12 @@ void layer_norm_rows_avx512(const float* x, const float* w, const float* b, doub
   for (; i + kRowsAtOnce <= rows; i += kRowsAtOnce)
     normalise_rows<kRowsAtOnce>(x + i * C, w, b, eps, y + i * C, stats + 2 * i, C);
   for (; i < rows; ++i) normalise_rows<1>(x + i * C, w, b, eps, y + i * C, stats + 2 * i, C);
+}
+
+void layer_norm_apply_rows_avx512(const float* x, const float* w, const float* b,
+                                  const double* stats, float* y, int64_t rows, int64_t C) {
+  for (int64_t i = 0; i < rows; ++i)
+    normalised_row(x + i * C, w, b, stats[2 * i], stats[2 * i + 1], y + i * C, C);
 }
 
 }  // namespace vg::detail

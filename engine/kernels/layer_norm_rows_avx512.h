@@ -18,5 +18,8 @@ inline constexpr bool kLayerNormRowsAvx512 = kBuildHasAvx512Fma;
 // kernels::layer_norm_rows on the calling thread: rows of C floats, w and b may be null.
 void layer_norm_rows_avx512(const float* x, const float* w, const float* b, double eps, float* y,
                             double* stats, int64_t rows, int64_t C);
+// kernels::layer_norm_apply_rows on the calling thread.
+void layer_norm_apply_rows_avx512(const float* x, const float* w, const float* b,
+                                  const double* stats, float* y, int64_t rows, int64_t C);
 
 }  // namespace vg::detail

@@ -98,12 +98,13 @@ void check_out_scale(const char* op, const Tensor& s, const detail::LinearPlan& 
 
 // The forward's product on a = map(x) (a = x without a map): a made a block of rows at a time
 // as the product reads or packs it, or rounded to bf16 first, or stored; with `kept`, also a
-// rounded to bf16 for dW, and the map's statistics. Every a made here is freed on return: the
-// caller keeps only x (and, in bf16 mode, perhaps a as bf16). `after` (a scale, a residual) is
-// done to the output, in bf16 mode as the product stores it (linear_parts.h).
+// rounded to bf16 for dW, and the map's statistics; with `stats` (and no `kept`), the map's
+// statistics alone. Every a made here is freed on return: the caller keeps only x (and, in
+// bf16 mode, perhaps a as bf16). `after` (a scale, a residual) is done to the output, in bf16
+// mode as the product stores it (linear_parts.h).
 Tensor forward_values(const Tensor& x, const InputMap* map, const Tensor& weight,
                       const Tensor& bias, const detail::AfterProduct& after,
-                      const detail::LinearPlan& p, KeptForward* kept) {
+                      const detail::LinearPlan& p, KeptForward* kept, MapState* stats) {
   MapState state;
   const bool float_rows = !kept && x.dtype() == DType::f32 && x.numel() > 0;
   const bool bf16_rows = float_rows && products_make_rows();
@@ -119,7 +120,10 @@ Tensor forward_values(const Tensor& x, const InputMap* map, const Tensor& weight
     const Tensor a = map ? map->values(x.detach(), state) : x.detach();
     out = detail::linear_values(a, weight, bias, p, kept ? &kept->input : nullptr, after);
   }
-  if (kept) kept->state = std::move(state);
+  if (kept)
+    kept->state = std::move(state);
+  else if (stats)
+    *stats = std::move(state);
   return out;
 }
 
@@ -136,6 +140,7 @@ struct FusedLinearBackward {
   bool has_map = false;
   int64_t rows = 0, in_features = 0, out_features = 0;
   std::shared_ptr<KeptForward> kept;
+  std::shared_ptr<MapState> forward_stats;  // the map's statistics, where it has values_again
 
   // One backward call's working state: dy as (rows, out), a gradient per input, and
   // col = sum_rows dy (db before the scale, and a term of ds), made with dW's product.
@@ -238,11 +243,13 @@ struct FusedLinearBackward {
     pass.grads[0] = dh;
   }
 
-  // The map's values (and state) made again for dW, freed before da is made; then the map's
-  // gradient, its values made there if dW did not need them.
+  // The map's values (and state) made again for dW, freed before da is made, from the forward's
+  // statistics where it held them; then the map's gradient, its values made there if dW did not
+  // need them and the forward held no statistics.
   void values_made_again(Pass& pass) const {
     MapState state;
     state.for_backward = true;
+    const MapState* stats = forward_stats.get();
     bool made = false;
     if (need_weight() && has_map && map.rounded_values && detail::keeps_bf16_input(xs)) {
       Bf16Rows rounded;
@@ -250,7 +257,7 @@ struct FusedLinearBackward {
       made = true;
       weight_grads(pass, rounded);
     } else if (need_weight()) {
-      const Tensor a = has_map ? map.values(xs, state) : xs;
+      const Tensor a = !has_map ? xs : stats ? map.values_again(xs, *stats) : map.values(xs, state);
       made = has_map;
       weight_grads(pass, a);
     }
@@ -260,8 +267,8 @@ struct FusedLinearBackward {
       pass.grads[0] = da;
       return;
     }
-    if (!made) map.values(xs, state);
-    set_map_grads(pass, map.grads(xs, state, da, need_map()));
+    if (!made && !stats) map.values(xs, state);
+    set_map_grads(pass, map.grads(xs, stats ? *stats : state, da, need_map()));
   }
 };
 
@@ -287,7 +294,11 @@ Tensor detail::fused_linear(const char* op, const char* input, const Tensor& x, 
   // LayerScale's and the residual add's own forward values (channel_affine's, add's), so the
   // output has their bits.
   const detail::AfterProduct after{out_scale, residual.defined() ? residual.detach() : Tensor()};
-  Tensor out = forward_values(x, map, weight, bias, after, p, kept.get());
+  // Otherwise, a map whose values come again from its statistics (LayerNorm): those, for
+  // backward.
+  std::shared_ptr<MapState> stats;
+  if (any_grad && !kept && map && map->values_again) stats = std::make_shared<MapState>();
+  Tensor out = forward_values(x, map, weight, bias, after, p, kept.get(), stats.get());
   if (!any_grad) return record(op, out, inputs, nullptr);
 
   FusedLinearBackward backward;
@@ -305,6 +316,7 @@ Tensor detail::fused_linear(const char* op, const char* input, const Tensor& x, 
   backward.in_features = p.in_features;
   backward.out_features = p.out_features;
   backward.kept = std::move(kept);
+  backward.forward_stats = std::move(stats);
   return record(op, out, inputs, std::move(backward));
 }
 

@@ -49,6 +49,11 @@ struct InputMap {
   // themselves: LayerNorm's and an affine's. In bf16 mode such a map's linear keeps its input
   // rounded to bf16 for dW, and backward makes nothing again.
   bool grads_from_forward_state = false;
+  // Optional, for such a map whose statistics cost passes of their own (LayerNorm's mean and
+  // rstd): its values again from the state `values` left, with their bits. In fp32 the
+  // forward then holds that state (two doubles a row) for backward, which makes the values for
+  // dW in one pass over x instead of three.
+  std::function<Tensor(const Tensor& x, const MapState& state)> values_again;
   // Optional: `values` with the values rounded to bf16 by rows into `rounded` instead of a
   // tensor, as the products read them, for the forward and backward in bf16 mode (GRN: half
   // the bytes written and read back, and no packing of them; the same bits).

@@ -143,6 +143,9 @@ Tensor layer_norm_linear(const Tensor& x, const Tensor& norm_weight, const Tenso
     return detail::layer_norm_grads(x, nw, state.stats, da, need[0], need[1], need[2], received);
   };
   m.grads_from_forward_state = true;
+  m.values_again = [=](const Tensor& x, const MapState& state) {
+    return detail::layer_norm_values_again(x, nw, nb, state.stats);
+  };
   return fused_linear("layer_norm_linear", "x", x, &m, weight, bias, Tensor());
 }
 

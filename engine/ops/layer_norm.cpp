@@ -59,6 +59,22 @@ Tensor layer_norm_values(const Tensor& x, const Tensor& weight, const Tensor& bi
   return y;
 }
 
+Tensor layer_norm_values_again(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                               const std::vector<double>& stats) {
+  const int64_t C = x.size(-1), rows = C > 0 ? x.numel() / C : 0;
+  check(int64_t(stats.size()) == 2 * rows, "layer_norm: ", stats.size() / 2, " rows' stats for ",
+        rows, " rows (input shape ", x.shape(), ")");
+  Tensor y = Tensor::empty(x.shape(), x.dtype());
+  dispatch(x.dtype(), [&](auto z) {
+    using T = decltype(z);
+    kernels::layer_norm_apply_rows(x.data<T>(), data_or_null<T>(weight), data_or_null<T>(bias),
+                                   stats.data(), y.data<T>(), rows, C);
+  });
+  // normalise 2, then 1 each for the weight and the bias, as layer_norm_values counts them
+  add_flops(double(x.numel()) * (2 + weight.defined() + bias.defined()));
+  return y;
+}
+
 // g = dy * w; dx = rstd * (g - mean(g) - xhat * mean(g * xhat));
 // dw = sum_rows dy * xhat; db = sum_rows dy. dx is added into `received` where that is
 // defined.

@@ -14,11 +14,14 @@
 
 namespace vg::detail {
 
-// layer_norm over the last axis; `stats` receives (mean, rstd) per row. The gradients {dx, dw,
+// layer_norm over the last axis; `stats` receives (mean, rstd) per row. The same values again
+// from those stats, with their bits, in one pass over x instead of three. The gradients {dx, dw,
 // db}; with `received` (x's gradient so far, autograd.h take_received_grad), dx is added into
 // it in the same pass and returned in its memory.
 Tensor layer_norm_values(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
                          std::vector<double>& stats);
+Tensor layer_norm_values_again(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                               const std::vector<double>& stats);
 std::vector<Tensor> layer_norm_grads(const Tensor& x, const Tensor& weight,
                                      const std::vector<double>& stats, const Tensor& g,
                                      bool need_x, bool need_weight, bool need_bias,

@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -144,6 +145,35 @@ TEST_CASE("layer_norm_rows on float gives its generic loops' bits") {
             CHECK(std::memcmp(stats.data(), want_stats.data(), stats.size() * sizeof(double)) ==
                   0);
           }
+          // The values again from the stats, in one pass: the same bits on every route.
+          std::vector<float> again(rows * C, -1.0f);
+          kernels::layer_norm_apply_rows(x.data(), wp, bp, want_stats.data(), again.data(), rows,
+                                         C);
+          CHECK(vg::testing::same_bits(again, want));
+          std::fill(again.begin(), again.end(), -1.0f);
+          kernels::layer_norm_apply_rows_generic(x.data(), wp, bp, want_stats.data(), again.data(),
+                                                 rows, C);
+          CHECK(vg::testing::same_bits(again, want));
+          if constexpr (detail::kLayerNormRowsAvx2) {
+            std::fill(again.begin(), again.end(), -1.0f);
+            detail::layer_norm_apply_rows_avx2(x.data(), wp, bp, want_stats.data(), again.data(),
+                                               rows, C);
+            CHECK(vg::testing::same_bits(again, want));
+          }
         }
       }
+}
+
+// In double, the values again from the stats have layer_norm_rows' bits too.
+TEST_CASE("layer_norm_apply_rows gives layer_norm_rows' values from its stats in double") {
+  Rng rng(43);
+  const int64_t rows = 70, C = 37;  // more rows than one thread's share at this width
+  std::vector<double> x(rows * C), w(C), b(C);
+  for (double& v : x) v = 3.0 * rng.normal() + 1.0;
+  for (double& v : w) v = rng.normal();
+  for (double& v : b) v = rng.normal();
+  std::vector<double> y(rows * C), again(rows * C, -1.0), stats(2 * rows);
+  kernels::layer_norm_rows(x.data(), w.data(), b.data(), 1e-5, y.data(), stats.data(), rows, C);
+  kernels::layer_norm_apply_rows(x.data(), w.data(), b.data(), stats.data(), again.data(), rows, C);
+  CHECK(std::memcmp(y.data(), again.data(), y.size() * sizeof(double)) == 0);
 }
