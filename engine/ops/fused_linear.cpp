@@ -1,22 +1,23 @@
 // linear fused with its neighbours in a ViT block, to keep fewer activations for backward.
 //
 // Op by op, a linear keeps its input for dW, and the per-channel map that made that input
-// (LayerNorm, LearnableScaler's affine, GELU, GRN) keeps its own input too: two tensors where
-// one would do, since the map is cheap to run again. Each op here keeps only the map's input
-// and recomputes the map's output in backward, with the map's own value and gradient code
-// (ops/norm_parts.h, gelu_math.h), so its results have the bits of the op-by-op graph. In bf16
-// mode, a map whose gradient needs only its statistics (LayerNorm, an affine) has its values
-// kept instead, as dW's product reads them: rounded to bf16, half a float input's bytes, and
-// backward makes nothing again (the same bits: they are the values backward would make); so
-// has a linear without a map (scaled_linear), whose float input is then not held. GELU's
-// values, which backward makes again, the forward's product makes a block of rows at a time as
-// it reads or packs them (kernels/made_rows.h): never stored, with the same bits. Backward's
-// pass writes them (in bf16 mode rounded to bf16, as dW's product reads them) and takes
+// (LayerNorm, LearnableScaler's affine, GELU, GRN) keeps its own input too: two tensors where one
+// would do, since the map is cheap to run again. Each op here keeps only the map's input and
+// recomputes the map's output in backward, with the map's own value and gradient code
+// (ops/norm_parts.h, gelu_math.h), so its results have the bits of the op-by-op graph; LayerNorm's
+// statistics (two doubles a row) are held from the forward, so that backward makes its values in
+// one pass instead of three. In bf16 mode, a map whose gradient needs only its statistics
+// (LayerNorm, an affine) has its values kept instead, as dW's product reads them: rounded to bf16,
+// half a float input's bytes, and backward makes nothing again (the same bits: they are the values
+// backward would make); so has a linear without a map (scaled_linear), whose float input is then
+// not held. GELU's values, which backward makes again, the forward's product makes a block of rows
+// at a time as it reads or packs them (kernels/made_rows.h): never stored, with the same bits.
+// Backward's pass writes them (in bf16 mode rounded to bf16, as dW's product reads them) and takes
 // da = dy W a block of rows at a time from the product that makes it (kernels/made_rows.h
-// RowsDone): da is never stored either. Both routes run where the float tiles run and in bf16
-// mode. GRN's output, which needs a whole sample's statistics before its first value, the bf16
-// forward writes rounded to bf16 as the product would pack it, half the floats' bytes, and the
-// product takes those words as A.
+// RowsDone): da is never stored either. Both routes run where the float tiles run and in bf16 mode.
+// GRN's output, which needs a whole sample's statistics before its first value, the bf16 forward
+// writes rounded to bf16 as the product would pack it, half the floats' bytes, and the product
+// takes those words as A.
 //
 // Optionally a per-channel scale s (LayerScale) follows the product: y = s * (a W^T + b).
 // Op by op, LayerScale would keep the product for ds = sum_rows dy * (a W^T + b); here ds

@@ -1,8 +1,10 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <vector>
 
 #include "engine/autograd/autograd.h"
+#include "engine/ops/norm_parts.h"
 #include "tests/engine/gradcheck_helpers.h"
 #include "tests/engine/nn_references.h"
 
@@ -54,6 +56,28 @@ TEST_CASE("layer_norm passes gradcheck for x, weight and bias on 2-D, 3-D and 4-
       INFO("shape ", shape_str(shape), " weight ", wi.defined(), " bias ", bi.defined());
       expect_gradients("layer_norm", [](auto& in) { return layer_norm(in[0], in[1], in[2], 1e-6); },
                        {x, wi, bi});
+    }
+  }
+}
+
+TEST_CASE("layer_norm's values made again from its stats have its bits; stats of other rows fail") {
+  // What layer_norm_linear's backward does in fp32: the forward's (mean, rstd) per row, then
+  // the values from them in one pass. Float and double, with and without weight and bias.
+  Rng rng(8);
+  for (DType dt : {DType::f32, DType::f64}) {
+    const Tensor x = (randn({5, 7, 12}, rng) * 3.0 + 1.0).to(dt);
+    const Tensor w = randn({12}, rng).to(dt), b = randn({12}, rng).to(dt);
+    for (bool affine : {true, false}) {
+      CAPTURE(dtype_name(dt));
+      CAPTURE(affine);
+      const Tensor wp = affine ? w : Tensor(), bp = affine ? b : Tensor();
+      std::vector<double> stats;
+      const Tensor y = detail::layer_norm_values(x, wp, bp, 1e-5, stats);
+      const Tensor again = detail::layer_norm_values_again(x, wp, bp, stats);
+      CHECK(again.to_vector() == y.to_vector());
+      stats.resize(stats.size() - 2);
+      CHECK_THROWS_WITH_AS(detail::layer_norm_values_again(x, wp, bp, stats),
+                           "layer_norm: 34 rows' stats for 35 rows (input shape [5,7,12])", Error);
     }
   }
 }
