@@ -225,8 +225,8 @@ bool products_make_rows_for(int64_t rows, int64_t cols, int64_t n) {
   return products_make_rows() || detail::gemm_simd_makes_rows(rows, cols, n);
 }
 
-bool forward_makes_rows(int64_t rows, int64_t cols, int64_t n) {
-  return products_make_rows() || detail::gemm_simd_makes_a_rows(rows, cols, n);
+bool products_by_row_blocks(int64_t m, int64_t n, int64_t k) {
+  return products_make_rows() || detail::gemm_simd_by_row_blocks(m, n, k);
 }
 
 bool products_keep_bf16() {
@@ -249,11 +249,8 @@ void gemm_then(int64_t m, int64_t n, int64_t k, const float* a, const float* b,
                const RowsDone& done) {
   if (products_make_rows()) return gemm_bf16_then(m, n, k, a, b, done);
   check(detail::gemm_simd_then(m, n, k, a, b, done), "gemm_then: no product here hands the rows ",
-        "of a ", m, " x ", n, " x ", k, " product over block by block (see products_hand_rows)");
-}
-
-bool products_hand_rows(int64_t m, int64_t n, int64_t k) {
-  return products_make_rows() || detail::gemm_simd_hands_rows(m, n, k);
+        "of a ", m, " x ", n, " x ", k,
+        " product over block by block (see products_by_row_blocks)");
 }
 
 void gemm_tn_sums(int64_t m, const float* a, const Bf16Rows& b, float* c, float* sums) {

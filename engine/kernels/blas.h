@@ -68,9 +68,11 @@ bool products_make_rows();
 // first and run the stored product, so a caller that would keep the matrix anyway had better
 // pass it stored.
 bool products_make_rows_for(int64_t rows, int64_t cols, int64_t n);
-// The same for gemm_bias_made alone: a forward's A of rows x cols, C n wide (GELU's values on
-// their way into fc2).
-bool forward_makes_rows(int64_t rows, int64_t cols, int64_t n);
+// True where a product C (m x n), k deep, runs a block of C's rows at a time, so that
+// gemm_bias_made makes its A (m x k) and gemm_then hands its C on one block at a time, never
+// whole: always in bf16 mode, and in fp32 where the engine's float tiles take the shape with B
+// packed whole (GELU's values on their way into fc2, and fc2's input gradient on its way back).
+bool products_by_row_blocks(int64_t m, int64_t n, int64_t k);
 // C (a.rows x n) = A B^T + bias in every row, B (n x a.cols), bias (n) or null: gemm_bias.
 // With `done` (made_rows.h RowsDone; products_make_rows() only), each finished block of C's
 // rows goes to done instead of c: so with the two forwards below.
@@ -94,13 +96,10 @@ void gemm_bias_rounded(const Bf16Rows& a, int64_t n, const float* b, const float
                        const RowsDone* done = nullptr);
 // C (m x n) = A B for row-major A (m x k) and B (k x n), with the bits of gemm(), each block of
 // C's rows handed to done (made_rows.h RowsDone) as the product finishes it, in cache, instead
-// of being stored. Needs products_hand_rows(m, n, k); elsewhere a caller runs the product, then
-// its pass.
+// of being stored. Needs products_by_row_blocks(m, n, k); elsewhere a caller runs the product,
+// then its pass.
 void gemm_then(int64_t m, int64_t n, int64_t k, const float* a, const float* b,
                const RowsDone& done);
-// Whether gemm_then takes that shape: always in bf16 mode, and in fp32 where the engine's float
-// tiles run and would pack B whole (a linear's input gradient, k its output's width).
-bool products_hand_rows(int64_t m, int64_t n, int64_t k);
 // gemm_tn_sums with B kept (b.rows = k, b.cols = n): the bits of the product on the floats.
 void gemm_tn_sums(int64_t m, const float* a, const Bf16Rows& b, float* c, float* sums);
 

@@ -33,6 +33,12 @@ void gelu_range(const T* h, T* a, int64_t i0, int64_t i1, bool tanh_form, UseSlo
   }
 }
 
+// One row of `cols`: a = gelu(h) and d = d_in * gelu'(h), d_in a row a product handed over.
+void gelu_grad_row(const float* h, const float* d_in, float* d, float* a, int64_t cols,
+                   bool tanh_form) {
+  gelu_range(h, a, 0, cols, tanh_form, [d_in, d](int64_t j, float s) { d[j] = d_in[j] * s; });
+}
+
 template <class T, class UseSlope>
 void gelu_values_and_slopes(const T* h, T* a, int64_t n, bool tanh_form, UseSlope use_slope) {
   parallel_for(n, 1 << 14, [&](int64_t i0, int64_t i1) {
@@ -54,12 +60,9 @@ void gelu_with_grad(const T* h, T* a, T* d, int64_t n, bool tanh_form) {
 
 void gelu_with_grad_rows(const float* h, const float* d_rows, float* d, float* a, int64_t r0,
                          int64_t r1, int64_t cols, bool tanh_form) {
-  for (int64_t r = r0; r < r1; ++r) {
-    const float* from = d_rows + (r - r0) * cols;
-    float* to = d + r * cols;
-    gelu_range(h + r * cols, a + r * cols, 0, cols, tanh_form,
-               [from, to](int64_t j, float s) { to[j] = from[j] * s; });
-  }
+  for (int64_t r = r0; r < r1; ++r)
+    gelu_grad_row(h + r * cols, d_rows + (r - r0) * cols, d + r * cols, a + r * cols, cols,
+                  tanh_form);
 }
 
 void gelu_with_grad_bf16_rows(const float* h, const float* d_rows, float* d, uint32_t* words,
@@ -71,12 +74,9 @@ void gelu_with_grad_bf16_rows(const float* h, const float* d_rows, float* d, uin
   // gradients into d, then the pair's words.
   for (int64_t first = r0; first < r1; first += 2) {
     const int64_t count = std::min<int64_t>(2, rows - first);
-    for (int64_t i = 0; i < count; ++i) {
-      const float* from = d_rows + (first - r0 + i) * cols;
-      float* to = d + (first + i) * cols;
-      gelu_range(h + (first + i) * cols, values.data() + i * cols, 0, cols, tanh_form,
-                 [from, to](int64_t j, float s) { to[j] = from[j] * s; });
-    }
+    for (int64_t i = 0; i < count; ++i)
+      gelu_grad_row(h + (first + i) * cols, d_rows + (first - r0 + i) * cols,
+                    d + (first + i) * cols, values.data() + i * cols, cols, tanh_form);
     detail::bf16_pair_row(values.data(), count == 2 ? values.data() + cols : nullptr, cols, ld,
                           words + first / 2 * ld);
   }

@@ -104,8 +104,8 @@ bool gemm_simd_makes_rows(int64_t rows, int64_t cols, int64_t n) {
   return tiles && tiles->makes_rows(rows, cols, n);
 }
 
-bool gemm_simd_makes_a_rows(int64_t rows, int64_t cols, int64_t n) {
-  return tiled_products() && tiled::made_a_fits(rows, n, cols);
+bool gemm_simd_by_row_blocks(int64_t m, int64_t n, int64_t k) {
+  return tiled_products() && tiled::made_a_fits(m, n, k);
 }
 
 bool gemm_simd_made_a(const MadeRows& a, int64_t n, const float* b, const float* start, float* c) {
@@ -116,10 +116,6 @@ bool gemm_simd_made_a(const MadeRows& a, int64_t n, const float* b, const float*
 bool gemm_simd_tn_made(int64_t m, const float* a, const MadeRows& b, float* c) {
   const TiledProducts* tiles = tiled_products();
   return tiles && tiles->product_tn_made(m, a, b, c);
-}
-
-bool gemm_simd_hands_rows(int64_t m, int64_t n, int64_t k) {
-  return tiled_products() && tiled::made_a_fits(m, n, k);
 }
 
 bool gemm_simd_then(int64_t m, int64_t n, int64_t k, const float* a, const float* b,

@@ -60,8 +60,9 @@ bool gemm_simd_small(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float al
 // tiles or for a shape they do not take so; gemm_simd_makes_rows says beforehand whether both
 // would take a made matrix of rows x cols and a Y n wide.
 bool gemm_simd_makes_rows(int64_t rows, int64_t cols, int64_t n);
-// Whether gemm_simd_made_a alone would take a made A of rows x cols and a C n wide.
-bool gemm_simd_makes_a_rows(int64_t rows, int64_t cols, int64_t n);
+// Whether the tiles run C (m x n), k deep, a block of C's rows at a time with op(B) packed
+// whole: the shapes gemm_simd_made_a (A made, m x k) and gemm_simd_then (below) take.
+bool gemm_simd_by_row_blocks(int64_t m, int64_t n, int64_t k);
 bool gemm_simd_made_a(const MadeRows& a, int64_t n, const float* b, const float* start, float* c);
 bool gemm_simd_tn_made(int64_t m, const float* a, const MadeRows& b, float* c);
 
@@ -69,9 +70,7 @@ bool gemm_simd_tn_made(int64_t m, const float* a, const MadeRows& b, float* c);
 // lda = k and ldb = ldc = n and with its bits, each block of C's rows handed to done as the
 // tiles finish it, from a buffer of the thread that made it, instead of being stored: a
 // linear's input gradient on its way through the gradient of the map before it. False
-// (touching nothing) without tiles or for a shape they do not take so; gemm_simd_hands_rows
-// says beforehand.
-bool gemm_simd_hands_rows(int64_t m, int64_t n, int64_t k);
+// (touching nothing) without tiles or for a shape they do not take so (gemm_simd_by_row_blocks).
 bool gemm_simd_then(int64_t m, int64_t n, int64_t k, const float* a, const float* b,
                     const RowsDone& done);
 

@@ -111,7 +111,7 @@ Tensor forward_values(const Tensor& x, const InputMap* map, const Tensor& weight
   const bool bf16_rows = float_rows && products_make_rows();
   Tensor out;
   if (map && map->made_values && float_rows &&
-      forward_makes_rows(p.rows, p.in_features, p.out_features)) {
+      products_by_row_blocks(p.rows, p.out_features, p.in_features)) {
     out = detail::linear_values_made(map->made_values(x.detach()), weight, bias, p, after);
   } else if (map && map->rounded_values && bf16_rows) {
     Bf16Rows rounded;  // the map's values as the product reads them: half the bytes
@@ -219,7 +219,7 @@ struct FusedLinearBackward {
     Bf16Rows rounded;
     const bool round = detail::keeps_bf16_input(xs);
     if (map.grads_by_rows && xs.dtype() == DType::f32 &&
-        products_hand_rows(rows, in_features, out_features))
+        products_by_row_blocks(rows, in_features, out_features))
       return grads_in_product(pass, round);
     const std::vector<Tensor> dmap =
         map.values_and_grads(xs, input_grad(pass), need_map(), a, round ? &rounded : nullptr);

@@ -61,7 +61,7 @@ Tensor weight_product(const Tensor& dy, const Bf16Rows& a, Tensor* col);
 // da = dy w for dy (rows, out) and w (out, in), with its FLOPs, each block of da's rows handed
 // to done (kernels/made_rows.h RowsDone) as the product finishes it, in cache, and da never
 // stored: a linear's input gradient passed through its map's gradient on the way. Needs
-// products_hand_rows(rows, in, out) (kernels/blas.h).
+// products_by_row_blocks(rows, in, out) (kernels/blas.h).
 void input_product_then(const Tensor& dy, const Tensor& w, const RowsDone& done);
 
 // {x, weight, bias}, or {x, weight} without a bias: the inputs `linear` records.

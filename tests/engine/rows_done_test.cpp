@@ -133,7 +133,7 @@ TEST_CASE(
   // In fp32, on each kind of float tiles: blocks of 48 (AVX2) or 96 rows (AVX-512) and a last
   // short one, k in one chunk of 256 and in three (the last short), C one panel wide and
   // several; each time with the stored product's bits. Too few rows for the tiles (40), or
-  // OpenBLAS alone, and gemm_then refuses, as products_hand_rows said beforehand.
+  // OpenBLAS alone, and gemm_then refuses, as products_by_row_blocks said beforehand.
   const Shape3 taken[] = {{700, 96, 40}, {97, 768, 192}, {131, 16, 600}}, refused = {40, 96, 40};
   const int threads = num_threads();
   testing::for_each_float_tiles([&](detail::FloatTiles tiles) {
@@ -147,7 +147,7 @@ TEST_CASE(
         std::vector<float> c(s.m * s.n);
         gemm(false, false, s.m, s.n, s.k, 1.0f, a.data(), s.k, b.data(), s.n, 0.0f, c.data(), s.n);
         const bool hands = tiles != detail::FloatTiles::none;
-        CHECK(products_hand_rows(s.m, s.n, s.k) == hands);
+        CHECK(products_by_row_blocks(s.m, s.n, s.k) == hands);
         if (!hands) continue;
         Seen seen(s.m, s.n);
         gemm_then(s.m, s.n, s.k, a.data(), b.data(), record_into(s.n, seen));
@@ -156,7 +156,7 @@ TEST_CASE(
       }
     set_num_threads(threads);
     const std::vector<float> a(refused.m * refused.k), b(refused.k * refused.n);
-    CHECK_FALSE(products_hand_rows(refused.m, refused.n, refused.k));
+    CHECK_FALSE(products_by_row_blocks(refused.m, refused.n, refused.k));
     CHECK_THROWS_WITH_AS(gemm_then(refused.m, refused.n, refused.k, a.data(), b.data(),
                                    [](int64_t, int64_t, const float*) {}),
                          doctest::Contains("gemm_then: no product here hands the rows of a 40 x "
@@ -171,7 +171,7 @@ TEST_CASE(
   const auto a = random_floats(m * k, rng), b = random_floats(k * n, rng);
   std::vector<float> expected(m * n);
   Seen seen(m, n);
-  CHECK(products_hand_rows(m, n, k));
+  CHECK(products_by_row_blocks(m, n, k));
   gemm(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, expected.data(), n);
   gemm_then(m, n, k, a.data(), b.data(), record_into(n, seen));
   CHECK(same_bits(seen.rows, expected));
