@@ -147,3 +147,50 @@ TEST_CASE("the float tiles give a plain fma loop's bits: a large product beyond 
     }
   });
 }
+
+TEST_CASE("the float tiles give a plain fma loop's bits: a narrow C with B transposed, strided") {
+  testing::for_each_float_tiles([](detail::FloatTiles tiles) {
+    if (tiles == detail::FloatTiles::none) return;
+    // An attention head's S = s Q K^T and dP = dO V^T read out of a packed qkv: C at most seven
+    // vectors wide (AVX2 takes each pair of its rows across the whole width), an odd count of
+    // rows, a last vector of 1 to 8 columns, k short of one transposed block and a whole chunk;
+    // and the shapes just past that route (57 columns, 257 terms, beta not 0).
+    for (const Product s :
+         {Product{false, true, 51, 50, 16, 0.25f, 0}, Product{false, true, 2, 56, 64, 1, 0},
+          Product{false, true, 1, 1, 3, 1, 0}, Product{false, true, 9, 8, 256, 1, 0},
+          Product{false, true, 33, 41, 32, 0.125f, 0}, Product{false, true, 7, 57, 16, 0.5f, 0},
+          Product{false, true, 5, 20, 257, 1, 0}, Product{false, true, 6, 50, 16, 1, 0.5f}}) {
+      CAPTURE(s.m);
+      CAPTURE(s.n);
+      CAPTURE(s.k);
+      CAPTURE(s.beta);
+      Rng rng(14);
+      // Each operand's rows lie further apart than they are long, as a head's do in qkv.
+      const int64_t lda = s.k + 5, ldb = s.k + 3, ldc = s.n + 2;
+      const auto a_wide = random_floats(s.m * lda, rng), b_wide = random_floats(s.n * ldb, rng);
+      const auto c_wide = random_floats(s.m * ldc, rng);
+      std::vector<float> a(s.m * s.k), b(s.n * s.k), c0(s.m * s.n);
+      for (int64_t i = 0; i < s.m; ++i)
+        for (int64_t p = 0; p < s.k; ++p) a[i * s.k + p] = a_wide[i * lda + p];
+      for (int64_t j = 0; j < s.n; ++j)
+        for (int64_t p = 0; p < s.k; ++p) b[j * s.k + p] = b_wide[j * ldb + p];
+      for (int64_t i = 0; i < s.m; ++i)
+        for (int64_t j = 0; j < s.n; ++j) c0[i * s.n + j] = c_wide[i * ldc + j];
+      std::vector<float> got = c_wide;
+      gemm_small(false, true, s.m, s.n, s.k, s.alpha, a_wide.data(), lda, b_wide.data(), ldb,
+                 s.beta, got.data(), ldc);
+      const auto want = plain(s, a, b, c0, nullptr);
+      int64_t wrong = 0, touched = 0;
+      for (int64_t i = 0; i < s.m; ++i)
+        for (int64_t j = 0; j < ldc; ++j) {
+          const float g = got[i * ldc + j];
+          if (j < s.n)
+            wrong += g != want[i * s.n + j];
+          else
+            touched += g != c_wide[i * ldc + j];
+        }
+      CHECK(wrong == 0);
+      CHECK(touched == 0);  // the columns between C's rows are not C's
+    }
+  });
+}
