@@ -10,8 +10,9 @@
 // (LayerNorm, an affine) has its values kept instead, as dW's product reads them: rounded to bf16,
 // half a float input's bytes, and backward makes nothing again (the same bits: they are the values
 // backward would make); so has a linear without a map (scaled_linear), whose float input is then
-// not held. GELU's values, which backward makes again, the forward's product makes a block of rows
-// at a time as it reads or packs them (kernels/made_rows.h): never stored, with the same bits.
+// not held. GELU's values, which backward makes again, and in fp32 LayerNorm's (each row's
+// statistics written as its values are made), the forward's product makes a block of rows at a
+// time as it reads or packs them (kernels/made_rows.h): never stored, with the same bits.
 // Backward's pass writes them (in bf16 mode rounded to bf16, as dW's product reads them) and takes
 // da = dy W a block of rows at a time from the product that makes it (kernels/made_rows.h
 // RowsDone): da is never stored either. Both routes run where the float tiles run and in bf16 mode.
@@ -112,7 +113,7 @@ Tensor forward_values(const Tensor& x, const InputMap* map, const Tensor& weight
   Tensor out;
   if (map && map->made_values && float_rows &&
       products_by_row_blocks(p.rows, p.out_features, p.in_features)) {
-    out = detail::linear_values_made(map->made_values(x.detach()), weight, bias, p, after);
+    out = detail::linear_values_made(map->made_values(x.detach(), state), weight, bias, p, after);
   } else if (map && map->rounded_values && bf16_rows) {
     Bf16Rows rounded;  // the map's values as the product reads them: half the bytes
     map->rounded_values(x.detach(), state, rounded);

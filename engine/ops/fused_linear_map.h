@@ -58,12 +58,12 @@ struct InputMap {
   // tensor, as the products read them, for the forward and backward in bf16 mode (GRN: half
   // the bytes written and read back, and no packing of them; the same bits).
   std::function<void(const Tensor& x, MapState& state, Bf16Rows& rounded)> rounded_values;
-  // Optional, for a map of one element at a time (GELU): its values as rows made on demand
-  // (kernels/made_rows.h), with the bits of `values`. The forward's float product makes a
-  // block of them as it reads it (the float tiles, as a convolution's columns) or packs it
-  // (bf16 mode), so the map's output, fc2's input of 4 x dim floats a token, is never written
-  // to memory and read back.
-  std::function<MadeRows(const Tensor& x)> made_values;
+  // Optional: its values as rows made on demand (kernels/made_rows.h), with the bits of
+  // `values`, and the state `values` leaves, whole once every row has been made. The forward's
+  // float product makes a block of them as it reads it (the float tiles, as a convolution's
+  // columns) or packs it (bf16 mode), so the map's output (GELU's, fc2's input of 4 x dim floats
+  // a token; LayerNorm's, qkv's and fc1's) is never written to memory and read back.
+  std::function<MadeRows(const Tensor& x, MapState& state)> made_values;
 };
 
 // y = residual + out_scale * (map(x) W^T + b); map, bias, out_scale and residual optional

@@ -98,7 +98,8 @@ InputMap gelu_map(GeluApprox approx) {
       kernels::gelu_with_grad_rows(x, da_rows, d, values, r0, r1, cols, tanh_form);
     });
   };
-  m.made_values = [approx](const Tensor& h) {  // h outlives the rows: the forward holds it
+  m.made_values = [approx](const Tensor& h,
+                           MapState&) {  // h outlives the rows: the forward holds it
     const float* x = h.data<float>();
     const int64_t cols = h.size(-1);
     const bool tanh_form = approx != GeluApprox::none;
@@ -145,6 +146,9 @@ Tensor layer_norm_linear(const Tensor& x, const Tensor& norm_weight, const Tenso
   m.grads_from_forward_state = true;
   m.values_again = [=](const Tensor& x, const MapState& state) {
     return detail::layer_norm_values_again(x, nw, nb, state.stats);
+  };
+  m.made_values = [=](const Tensor& x, MapState& state) {
+    return detail::layer_norm_made(x, nw, nb, eps, state.stats);
   };
   return fused_linear("layer_norm_linear", "x", x, &m, weight, bias, Tensor());
 }

@@ -11,6 +11,7 @@
 
 #include "engine/core/tensor.h"
 #include "engine/kernels/bf16_gemm.h"
+#include "engine/kernels/made_rows.h"
 
 namespace vg::detail {
 
@@ -22,6 +23,11 @@ Tensor layer_norm_values(const Tensor& x, const Tensor& weight, const Tensor& bi
                          std::vector<double>& stats);
 Tensor layer_norm_values_again(const Tensor& x, const Tensor& weight, const Tensor& bias,
                                const std::vector<double>& stats);
+// layer_norm_values' values as rows made on demand (kernels/made_rows.h) for a float x, with
+// their bits: each block's rows' stats are written as their values are made, so `stats` is
+// whole once every row has been made. x, weight, bias and stats outlive the rows.
+MadeRows layer_norm_made(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
+                         std::vector<double>& stats);
 std::vector<Tensor> layer_norm_grads(const Tensor& x, const Tensor& weight,
                                      const std::vector<double>& stats, const Tensor& g,
                                      bool need_x, bool need_weight, bool need_bias,

@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <tuple>
 #include <vector>
 
 #include "engine/autograd/autograd.h"
@@ -80,4 +81,37 @@ TEST_CASE("layer_norm's values made again from its stats have its bits; stats of
                            "layer_norm: 34 rows' stats for 35 rows (input shape [5,7,12])", Error);
     }
   }
+}
+
+TEST_CASE("layer_norm's values made a block at a time have its bits and leave its stats") {
+  // What layer_norm_linear's forward hands its product in fp32: rows made on demand, each
+  // block's stats written as its rows are made. Blocks of rows of several sizes, whole rows and
+  // some columns of them (which make the whole rows first), with and without weight and bias.
+  Rng rng(9);
+  const Tensor x = randn({3, 11, 20}, rng) * 2.0 - 0.5;
+  const Tensor w = randn({20}, rng), b = randn({20}, rng);
+  for (bool affine : {true, false}) {
+    CAPTURE(affine);
+    const Tensor wp = affine ? w : Tensor(), bp = affine ? b : Tensor();
+    std::vector<double> want_stats, stats;
+    const std::vector<double> want =
+        detail::layer_norm_values(x, wp, bp, 1e-6, want_stats).to_vector();
+    const MadeRows made = detail::layer_norm_made(x, wp, bp, 1e-6, stats);
+    REQUIRE(made.rows == 33);
+    REQUIRE(made.cols == 20);
+    std::vector<float> block(33 * 20);
+    int64_t wrong = 0;
+    for (const auto& [r0, r1, c0, c1] : {std::tuple{0, 8, 0, 20}, std::tuple{8, 9, 0, 20},
+                                         std::tuple{9, 33, 0, 20}, std::tuple{3, 10, 5, 17}}) {
+      made.fill(r0, r1, c0, c1, block.data());
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t c = c0; c < c1; ++c)
+          wrong += block[(r - r0) * (c1 - c0) + (c - c0)] != float(want[r * 20 + c]);
+    }
+    CHECK(wrong == 0);
+    CHECK(stats == want_stats);
+  }
+  std::vector<double> unused;
+  CHECK_THROWS_WITH_AS(detail::layer_norm_made(x.to(DType::f64), Tensor(), Tensor(), 1e-6, unused),
+                       "layer_norm: rows made on demand are float32, input is float64", Error);
 }
