@@ -128,6 +128,7 @@ template <int R, int V>
 __attribute__((target("avx2,fma"))) void across_c(int64_t k, const float* a, int64_t lda,
                                                   const float* b, int64_t ldb, float alpha,
                                                   float* c, int64_t ldc, int tail) {
+  constexpr int kLanes = Avx2Tiles::kLanes;
   __m256 acc[R][V];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
@@ -139,7 +140,7 @@ __attribute__((target("avx2,fma"))) void across_c(int64_t k, const float* a, int
       const __m256 av = _mm256_broadcast_ss(a + r * lda + p);
 #pragma GCC unroll 8
       for (int v = 0; v < V; ++v)
-        acc[r][v] = _mm256_fmadd_ps(av, _mm256_loadu_ps(b + p * ldb + v * 8), acc[r][v]);
+        acc[r][v] = _mm256_fmadd_ps(av, _mm256_loadu_ps(b + p * ldb + v * kLanes), acc[r][v]);
     }
   }
   const __m256i last = lanes_below(tail);
@@ -149,10 +150,10 @@ __attribute__((target("avx2,fma"))) void across_c(int64_t k, const float* a, int
 #pragma GCC unroll 8
     for (int v = 0; v < V; ++v) {
       const __m256 out = alpha == 1.0f ? acc[r][v] : _mm256_mul_ps(alpha_v, acc[r][v]);
-      if (v == V - 1 && tail < 8)
-        _mm256_maskstore_ps(c + r * ldc + v * 8, last, out);
+      if (v == V - 1 && tail < kLanes)
+        _mm256_maskstore_ps(c + r * ldc + v * kLanes, last, out);
       else
-        _mm256_storeu_ps(c + r * ldc + v * 8, out);
+        _mm256_storeu_ps(c + r * ldc + v * kLanes, out);
     }
 }
 
